@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.errors import KtriageError, option
-from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
-from ktriage.spec.select import INPUTS
+from ktriage.spec.ranges import INPUTS, id_runs, range_ends, range_hint, select_range
 
 MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bwd); a catalog kernel's name ends in one
 

@@ -293,7 +293,7 @@ def _recorded_entry(bundle: Any, text: str) -> int:
     id within each kernel. The refusals keep the selector's own problem and give profile's fix: it has no
     ``--kernel`` to narrow with, and its numbers are the entries'."""
     from ktriage.errors import KtriageError
-    from ktriage.spec.select import INPUTS
+    from ktriage.spec.ranges import INPUTS
     from ktriage.workload.recorded.bundle import recorded_view
 
     view = recorded_view(bundle)

@@ -18,7 +18,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import KtriageError, SpecError, option
+
+# How a refusal names the selectors: a kernel's inputs are ``inputs=`` in every kt.* verb that selects
+# them (explain, tune, bench, bench_recorded, bisect, history) and ``--input`` on the command line; a flag
+# alone told a library caller of an option it cannot pass. A verb that takes them by another name passes
+# its own (``flag``: fidelity's ``cases (-k/--case)``, profile's ``input (--input)``). Here, not in
+# ``spec.select``: the catalog's inputs (``ops.inputs``) name it, and must not import the spec file reader.
+INPUTS = option("inputs", "--input")
 
 _BRACED = re.compile(r"([^{}]*)\{([^{}]+?)\.\.([^{}]+)\}([^{}]*)")
 _VALUE_RANGE = re.compile(r"([^=,.\s]+)=([^=,]+?)\.\.([^=,]+)")

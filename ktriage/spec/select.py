@@ -13,15 +13,11 @@ from pathlib import Path
 
 from ktriage.errors import SpecError, option
 from ktriage.spec.model import KernelSpec, input_label
-from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
+from ktriage.spec.ranges import INPUTS, id_runs, range_ends, range_hint, select_range
 from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
 
-# How a refusal names the selectors: a kernel's inputs are ``inputs=`` in every kt.* verb that selects
-# them (explain, tune, bench, bench_recorded, bisect, history) and ``--input`` on the command line, the
-# recorded kernels ``kernels=`` (bench_recorded) and ``--kernel``; a flag alone told a library caller of
-# an option it cannot pass. A verb that takes them by another name passes its own (``flag``: fidelity's
-# ``cases (-k/--case)``).
-INPUTS = option("inputs", "--input")
+# How a refusal names the recorded kernels: ``kernels=`` (bench_recorded) and ``--kernel``; the inputs'
+# name (INPUTS) lives with the range reader, which the autotune hook's imports reach without msgspec.
 KERNELS = option("kernels", "--kernel")
 
 
