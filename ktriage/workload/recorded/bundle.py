@@ -26,7 +26,14 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import KERNELS, RecordedInput, select_recorded, select_recorded_kernels
 from ktriage.wording import plural
-from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
+from ktriage.workload.bundles.format import (
+    FORMAT,
+    Bundle,
+    artifact_entry,
+    check_bundle_folder,
+    load_bundle,
+    write_manifest,
+)
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
 if TYPE_CHECKING:
@@ -182,6 +189,7 @@ def build_recorded_bundle(
         specs.setdefault(entry.spec_key, spec)
     entries = [e for e, _ in pairs]
     out_dir = Path(out_dir)
+    check_bundle_folder(out_dir)  # before the compile: a manifest.json of someone else's is kept
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     with progress.task(
         f"compiling {plural(len(specs), 'recorded kernel input')} x {plural(len(toolchains), 'toolchain')}",
