@@ -152,6 +152,9 @@ def bench_recorded(
     arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(bundle, "bundle (--bundle)", folder=True)
+        from ktriage.workload.bundles.format import check_bundle_folder
+
+        check_bundle_folder(Path(bundle))
     tell: Say = say or (lambda _m: None)
     if compile_only and not toolchains:
         from ktriage.api._bench import refuse_nothing_to_compile

@@ -74,6 +74,7 @@ def explain(
     )
     outputs = opt.merge_outputs(output, legacy)
     opt.check_outputs(outputs, o.WRITERS, inputs=[target])
+    existed = [p for p in outputs if p.is_file()]  # before the compiles: "overwrote PATH" for these
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
     console = make_console(stderr=fmt != Format.table)
     with make_progress(console):
@@ -100,11 +101,10 @@ def explain(
             lines=lines or (),
         )
     writers = {".md": result.to_markdown, ".json": result.json_text, ".html": result.to_html}
-    opt.emit(fmt, writers, lambda: result.print_table(console), outputs)
+    # each -o file is said as every verb says it (wrote/overwrote PATH), on the console that said "report: PATH"
+    opt.emit(fmt, writers, lambda: result.print_table(console), outputs, console, existed=existed)
     if result.diffs:
         typer.echo(result.diffs)
-    if outputs:
-        console.print("report: " + " and ".join(escape(str(p)) for p in outputs))
     _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
     code = result.exit_code(allow_failures)
     if code != exit_codes.OK:

@@ -41,7 +41,7 @@ from ktriage.api.paths import check_not_data, data_kind, file_head, is_char_devi
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
-from ktriage.cli.console import OutputClosed
+from ktriage.cli.console import OutputClosed, make_console
 from ktriage.errors import KtriageError
 from ktriage.wording import agree
 
@@ -547,7 +547,10 @@ def write_outputs(
     An existing ktriage data file is replaced only by a document of its kind (checked for every path
     before any is written); replacing any other file says ``overwrote PATH``, not ``wrote PATH``.
     ``existed``: the paths that were files before the command ran (bench rewrites its results file
-    while measuring); None: those that are files now."""
+    while measuring; a verb that works for minutes passes them too); None: those that are files now.
+    ``console``: where each path is said (None: stderr). Why never silent: docs/cli.md promises that
+    ``-o`` says which file it replaced, and verbs that passed no console (explain, bisect, fidelity)
+    replaced a file without a word."""
     check_outputs(paths, writers, writes=None)  # so every path has a writer
     known = tuple(writers)
     chosen = [(path, _writer_of(path, known) or "") for path in paths]
@@ -556,6 +559,7 @@ def write_outputs(
         if suffix not in rendered:
             rendered[suffix] = writers[suffix]()
         check_not_data(path, "--output", allowed=(data_kind(rendered[suffix][:4096].encode()),))
+    said = console if console is not None else make_console(stderr=True)
     for path, suffix in chosen:
         verb = "overwrote" if (path in existed if existed is not None else path.is_file()) else "wrote"
         try:
@@ -565,10 +569,9 @@ def write_outputs(
             raise KtriageError(
                 f"cannot write {path}: {exc.strerror or exc}", "choose a writable --output path"
             ) from exc
-        if console is not None:
-            from rich.markup import escape
+        from rich.markup import escape
 
-            console.print(f"{verb} {escape(str(path))}")
+        said.print(f"{verb} {escape(str(path))}")
 
 
 def emit(
@@ -582,7 +585,7 @@ def emit(
 ) -> None:
     """The output grammar in one call: stdout in ``--format`` (json, markdown or csv from the same
     writer as ``-o`` of that suffix; ``table`` prints the table), then every ``-o`` file by suffix
-    (``existed``: as for :func:`write_outputs`)."""
+    (``existed`` and ``console``: as for :func:`write_outputs`)."""
     suffix = {Format.json: ".json", Format.markdown: ".md", Format.csv: ".csv"}.get(fmt)
     if suffix is None:
         table()

@@ -685,8 +685,9 @@ def _explain_and_bisect(work: _Triage, flagged: list[CellTriage], sides: _Sides)
         return
     old_tc, new_tc = sides.old_tc, sides.new_tc
     if old_tc is None or new_tc is None:
-        which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
-        fix = f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain"
+        unknown = [n for n, t in (("old", old_tc), ("new", new_tc)) if t is None]
+        names = " and ".join(option(f"{n}_toolchain", f"--{n}-toolchain") for n in unknown)
+        fix = f"the {' and '.join(unknown)} side's toolchain is unknown (the files do not say): pass {names}"
         work.failures.append(fix)
         # the cells that have kernels say so themselves: their verdict ("not explained") is this, not a
         # backend without kernels

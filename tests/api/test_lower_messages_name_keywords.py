@@ -164,3 +164,68 @@ def test_a_bisect_state_names_its_options_as_keywords() -> None:
         "op='liger.layer_norm' (--op liger.layer_norm) mode='bwd' (--mode bwd) "
         "inputs=['7', 'N=4608'] (--input 7 --input N=4608)"
     )
+
+
+def test_triage_note_of_an_unknown_toolchain_names_the_side_as_keyword_and_flag() -> None:
+    """triage.pipeline's note on the cells it could not compile said "pass --old-toolchain/--new-toolchain"
+    to a kt.triage caller, and named both flags when one side alone was unknown."""
+    report = kt.triage(old=RUN1, new=RUN2, op="layer_norm", mode="bwd", old_toolchain="triton==3.4.0")
+    fix = "the new side's toolchain is unknown (the files do not say): pass new_toolchain (--new-toolchain)"
+    assert report.failures == [fix]
+    noted = [c for c in report.cells if f"not compiled: {fix}" in c.notes]
+    assert noted and all(c.backend == "liger_layer_norm" for c in noted)
+
+
+def test_recorded_bundle_refusals_name_kernels_and_toolchains(tmp_path: Path) -> None:
+    """workload.recorded.bundle: "choose --kernel among ...", "pass -t twice, e.g. -t ...", and a kernel
+    selection shown as "(--kernel K7)". The builder without a toolchain is called as kt.bench_recorded,
+    triage and tune call it (no kt.* call reaches it with none); the selection through kt.bench_recorded."""
+    from ktriage.compile.compiler import Compiler
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.bundle import build_recorded_bundle
+
+    ln_bwd = Path(__file__).parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz"
+    with Compiler(jobs=1) as compiler, pytest.raises(KtriageError) as none:
+        build_recorded_bundle(load_workload(ln_bwd), [], tmp_path / "b", compiler=compiler)
+    assert none.value.fix == (
+        "pass the toolchains to compare, e.g. toolchains=['triton==3.3.1', 'triton==3.4.0'] "
+        "(-t triton==3.3.1 -t triton==3.4.0)"
+    )
+    with pytest.raises(KtriageError) as typo:
+        kt.bench_recorded(
+            workload=ln_bwd,
+            toolchains=["triton==3.3.1", "triton==3.4.0"],
+            compile_only=True,
+            bundle=tmp_path / "b",
+            kernels=["K7"],
+            inputs=["typo"],
+        )
+    assert (
+        typo.value.problem == "no input of the workload's kernels=['K7'] (--kernel K7) matches inputs (--input) 'typo'"
+    )
+    assert not (tmp_path / "b").exists()
+    # a kernel without a recorded input (a real workload, its K7's inputs dropped: pure selection)
+    from dataclasses import replace
+
+    from ktriage.workload.recorded.bundle import select_kernels
+
+    wl = load_workload(ln_bwd)
+    wl = replace(wl, kernels=[replace(k, inputs=[]) if k.id == "K7" else k for k in wl.kernels])
+    with pytest.raises(KtriageError) as empty:
+        select_kernels(wl, ["K7"], None)
+    assert empty.value.fix == (
+        "choose kernels (--kernel) among the kernels with inputs that kt.workload_show(path='W.json') "
+        "(`ktriage workload show W.json`) lists"
+    )
+
+
+def test_an_op_bundle_given_as_a_recorded_one_names_the_python_call() -> None:
+    """workload.recorded.bundle.recorded_view told a kt.bench_recorded caller the command only. The
+    committed H200 op bundle (layer_norm bwd), refused before any GPU is looked for."""
+    bundle = Path(__file__).parents[2] / "benchmarks/profile/lines_h200/bundle"
+    with pytest.raises(KtriageError) as op_bundle:
+        kt.bench_recorded(bundle=bundle)
+    assert op_bundle.value.fix == (
+        f"bench it as an op bundle: kt.bench(bundle={str(bundle)!r}, op='layer_norm') "
+        f"(`ktriage bench --bundle {bundle} --op layer_norm`)"
+    )

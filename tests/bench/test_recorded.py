@@ -26,7 +26,7 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
         (
             [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload (--kernel K0) matches inputs (--input) '7' fix: give an input id of K0 (0); ",
+            "no input of the workload's kernels=['K0'] (--kernel K0) matches inputs (--input) '7' fix: give an input id of K0 (0); ",
         ),
         # explain's short label of K7's input is an argument of K6's (forward) input too: refused, not one picked
         (
@@ -38,7 +38,7 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         # a typo next to a selector that matches: refused by name (it was dropped, input 0 compiled alone)
         (
             [str(LN_BWD), "--kernel", "K7", "-i", "0", "-i", "X_ptr=4096x4609", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload (--kernel K7) matches inputs (--input) 'X_ptr=4096x4609' fix: give an input id of K7 "
+            "no input of the workload's kernels=['K7'] (--kernel K7) matches inputs (--input) 'X_ptr=4096x4609' fix: give an input id of K7 "
             "(0..7); an input's label as `workload show` prints it, or some of its arguments, alone or inside its "
             "kernel's name (e.g. K7[X_ptr=4096x4608]); its label as bench's and compare's reports print it (K7 input "
             "0: 4096x4608,4608,4096,132x4608 n_rows=4096 n_cols=4608; K7 input 1: ",

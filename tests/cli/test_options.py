@@ -86,6 +86,40 @@ def test_report_never_replaces_an_unrelated_file_beside_it_that_was_not_named(
     assert json.loads(mine.read_text())["tool"] == "ktriage explain" and (in_tmp / "r.md").exists()
 
 
+def test_explain_says_overwrote_for_a_file_it_replaces(
+    toolchain, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    """explain's -o and --report replaced a file and said only "report: PATH", where every other verb says
+    `overwrote PATH` (docs/cli.md): it writes through the shared output code now, as they do."""
+    toolchain("triton==3.4.0")
+    mine = in_tmp / "notes.md"
+    mine.write_text("my notes\n")
+    assert main([*VECTOR_ADD, "-o", "notes.md", "-o", "new.json"]) == exit_codes.OK
+    said = " ".join(capsys.readouterr().out.split())
+    assert "overwrote notes.md" in said and "wrote new.json" in said and "overwrote new.json" not in said, said
+    assert mine.read_text().startswith("# ktriage explain tutorial.vector_add")
+    # --report PATH writes PATH and the JSON beside it, both said; with --format json they go to stderr
+    assert main([*VECTOR_ADD, "--report", "notes.md", "--format", "json"]) == exit_codes.OK
+    err = " ".join(capsys.readouterr().err.split())
+    assert "overwrote notes.md" in err and "wrote notes.json" in err, err
+
+
+def test_an_output_is_said_on_stderr_where_the_verb_gives_no_console(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shared writer says every file it writes: a verb that passes no console (bisect, fidelity) had
+    its -o written without a word; it is said on stderr, so stdout's --format output stays whole."""
+    from ktriage.cli.options import Format, emit
+
+    out = tmp_path / "r.md"
+    out.write_text("older\n")
+    emit(Format.json, {".json": lambda: "{}\n", ".md": lambda: "# r\n"}, lambda: None, [out, tmp_path / "r.json"])
+    captured = capsys.readouterr()
+    assert captured.out == "{}\n"
+    assert f"overwrote {out}" in " ".join(captured.err.split()) and f"wrote {tmp_path / 'r.json'}" in captured.err
+    assert out.read_text() == "# r\n"
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [

@@ -13,7 +13,7 @@ from ktriage.errors import SpecError, option
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.wording import plural
-from ktriage.workload.bundles.format import FORMAT, Selection, artifact_entry, write_manifest
+from ktriage.workload.bundles.format import FORMAT, Selection, artifact_entry, check_bundle_folder, write_manifest
 from ktriage.workload.ops.replay import ROLES_BY_MODE
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ def build_bundle(
                 f"{b} has no {mode} kernels (forward only)", f"bundle it with {option('mode', '--mode', 'fwd')}"
             )
     cases = select_op_inputs(opdef, selectors=[str(i) for i in inputs] if inputs else None)
+    check_bundle_folder(Path(out_dir))  # before the compile: a manifest.json of someone else's is kept
 
     specs: dict[str, KernelSpec] = {}
     input_rows = []

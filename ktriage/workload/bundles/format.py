@@ -233,6 +233,44 @@ class Bundle:
 
 
 # ----------------------------------------------------------------------------------- writing
+BUNDLE_KEYS = ("op", "mode", "toolchains", "specs", "artifacts")  # what every bundle manifest has
+
+
+def is_bundle_manifest(path: Path) -> bool:
+    """Whether ``path`` holds a ktriage bundle's manifest (a JSON object with a format version and the
+    keys every bundle has), loosely: a bundle of another ktriage version, one merged or with variants, is
+    one too; the loader checks the rest. Unreadable, too large or not JSON: not one."""
+    try:
+        doc = json.loads(read_text(path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB)))
+    except (KtriageError, OSError, ValueError, RecursionError):
+        return False
+    return (
+        isinstance(doc, dict)
+        and any(k in doc for k in ("format_version", "format"))
+        and all(k in doc for k in BUNDLE_KEYS)
+    )
+
+
+def check_bundle_folder(out_dir: Path) -> None:
+    """Refuse to write a bundle into ``out_dir`` when its ``manifest.json`` is not a bundle's, before any
+    compile. Why: ``--bundle DIR`` named a folder that is not the bundle's alone (``--bundle .`` in a web
+    app, a dataset's folder) and its ``manifest.json`` was replaced by the bundle's without a word. A
+    bundle's manifest there is replaced or updated, as rebuilding a bundle in place always did (the
+    builders, ``add_variant`` and ``merge_bundles`` rewrite their own)."""
+    manifest = Path(out_dir) / MANIFEST
+    if not (manifest.exists() or manifest.is_symlink()) or (manifest.is_file() and is_bundle_manifest(manifest)):
+        return
+    given = Path(out_dir)
+    named = given if given.name not in ("", "..") else given.resolve()  # --bundle . : the folder's own name
+    sibling = named.with_name(f"{named.name}-bundle") if named.name else named / "ktriage-bundle"
+    raise KtriageError(
+        f"{option('bundle', '--bundle', str(out_dir))}: {manifest} exists and is not a ktriage bundle's "
+        f"manifest: the bundle's {MANIFEST} would replace it",
+        f"write the bundle to a folder of its own (new, empty, or holding a ktriage bundle), e.g. "
+        f"{option('bundle', '--bundle', str(sibling))}",
+    )
+
+
 def write_manifest(out_dir: Path, manifest: Mapping[str, object]) -> None:
     """Replace a bundle's manifest atomically (a reader never sees half of one); signed when
     ``KTRIAGE_BUNDLE_KEY`` is set (``verify.sign``)."""

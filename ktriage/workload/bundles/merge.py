@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import FormatError, SpecError
-from ktriage.workload.bundles.format import MANIFEST, artifact_entry, write_manifest
+from ktriage.workload.bundles.format import MANIFEST, artifact_entry, check_bundle_folder, write_manifest
 
 
 def add_variant(
@@ -67,6 +67,7 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
     if not paths:
         raise SpecError("no bundle to merge", "give the bundle folders to merge")
     out_dir = Path(out_dir)
+    check_bundle_folder(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     merged: dict[str, Any] | None = None
     tunes: list[Any] = []  # each part's tune info (ktriage tune bundles)

@@ -18,6 +18,7 @@ from ktriage.workload.bundles.format import (
     MANIFEST,
     BundleArtifact,
     artifact_entry,
+    check_bundle_folder,
     load_bundle,
     write_manifest,
 )
@@ -30,6 +31,7 @@ def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: M
     each name is a spec key with the one toolchain that compiled it; ``extra`` is kept for the
     reader. Same format as op bundles, so one loader (hashes and ABI checked) serves both."""
     out_dir = Path(out_dir)
+    check_bundle_folder(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     specs: JSONObject = {}
     toolchains: JSONObject = {}

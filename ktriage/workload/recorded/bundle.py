@@ -21,12 +21,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage import progress
-from ktriage.errors import FormatError, KtriageError, SpecError
+from ktriage.errors import FormatError, KtriageError, SpecError, option
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.select import RecordedInput, select_recorded, select_recorded_kernels
+from ktriage.spec.select import KERNELS, RecordedInput, select_recorded, select_recorded_kernels
 from ktriage.wording import plural
-from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
+from ktriage.workload.bundles.format import (
+    FORMAT,
+    Bundle,
+    artifact_entry,
+    check_bundle_folder,
+    load_bundle,
+    write_manifest,
+)
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
 if TYPE_CHECKING:
@@ -118,11 +125,13 @@ def select_kernels(
         out = [(k, [i.id for i in k.inputs]) for k in chosen if k.inputs]
         if not out:
             raise SpecError(
-                "the chosen kernels have no recorded input", "choose --kernel among the kernels `workload show` lists"
+                "the chosen kernels have no recorded input",
+                f"choose {KERNELS} among the kernels with inputs that kt.workload_show(path='W.json') "
+                "(`ktriage workload show W.json`) lists",
             )
         return out
     recorded = [RecordedInput(k.id, k.function, i.id, i.label, short_label(i.args, i.spec.signature)) for k, i in pairs]
-    where = "the workload" + (f" (--kernel {' '.join(kernels)})" if kernels else "")
+    where = "the workload" + (f"'s {option('kernels', '--kernel', list(kernels))}" if kernels else "")
     named = {(pairs[n][0].id, pairs[n][1].id) for n in select_recorded(inputs, recorded, where)}
     out = [(k, [i.id for i in k.inputs if (k.id, i.id) in named]) for k in chosen]
     return [(k, ids) for k, ids in out if ids]
@@ -170,13 +179,17 @@ def build_recorded_bundle(
     from ktriage.compile.compiler import Artifact
 
     if not toolchains:
-        raise SpecError("no toolchain given for the bundle", "pass -t twice, e.g. -t triton==3.3.1 -t triton==3.4.0")
+        raise SpecError(
+            "no toolchain given for the bundle",
+            f"pass the toolchains to compare, e.g. {option('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}",
+        )
     pairs = workload_entries(workload, kernels, inputs)
     specs: dict[str, KernelSpec] = {}
     for entry, spec in pairs:
         specs.setdefault(entry.spec_key, spec)
     entries = [e for e, _ in pairs]
     out_dir = Path(out_dir)
+    check_bundle_folder(out_dir)  # before the compile: a manifest.json of someone else's is kept
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     with progress.task(
         f"compiling {plural(len(specs), 'recorded kernel input')} x {plural(len(toolchains), 'toolchain')}",
@@ -316,14 +329,16 @@ def recorded_view(bundle: Bundle) -> RecordedBundle:
     if not is_recorded_bundle(bundle):
         raise FormatError(
             f"bundle {bundle.path} holds the op {bundle.op} ({bundle.mode}), not a recorded workload",
-            f"bench it with `ktriage bench --bundle {bundle.path} --op {bundle.op}`",
+            f"bench it as an op bundle: kt.bench(bundle={str(bundle.path)!r}, op={bundle.op!r}) "
+            f"(`ktriage bench --bundle {bundle.path} --op {bundle.op}`)",
         )
     try:
         entries = [Entry.from_json(row) for row in bundle.inputs]
     except (KeyError, TypeError, ValueError) as exc:
         raise FormatError(
             f"bundle {bundle.path}: a recorded entry is damaged ({type(exc).__name__}: {exc})",
-            "rebuild it with `ktriage bench W.json -t A -t B --compile-only --bundle DIR`",
+            "rebuild it: kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, "
+            "bundle='DIR') (`ktriage bench W.json -t A -t B --compile-only --bundle DIR`)",
         ) from exc
     missing = sorted({e.spec_key for e in entries} - set(bundle.specs))
     if missing:
