@@ -51,6 +51,10 @@ from ktriage.triage.model import (
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 from ktriage.wording import plural
 
+# The recorded workloads as triage's notes name them (errors.option): kt.triage(workloads=[...]) and --workload.
+_WORKLOADS = option("workloads", "--workload")
+_WORKLOAD_GIVEN = option("workloads", "--workload", ["W.json"])
+
 if TYPE_CHECKING:
     from ktriage.explain.fixes import Fix
     from ktriage.predict.model import Prediction
@@ -396,7 +400,7 @@ def _match_recorded(
     tried = 0
     for c in wanted:
         if options.limit is not None and tried >= options.limit:
-            c.notes.append(f"recorded workloads not searched: left out by --limit {options.limit}")
+            c.notes.append(f"recorded workloads not searched: left out by {option('limit', '--limit', options.limit)}")
             continue
         match, notes = match_cell(c, x_vals.get((c.op, c.mode, c.input_id, c.backend)), workloads)
         c.notes += notes
@@ -656,18 +660,18 @@ def _flag(
                 f"x_val {p.input_label} is none of ktriage's {p.op} inputs, so its catalog kernels are not "
                 "compiled for it"
                 + (
-                    ": its kernels are looked for in the recorded workloads (--workload)"
+                    f": its kernels are looked for in the recorded workloads ({_WORKLOADS})"
                     if workloads
-                    else " (a recorded workload of it could say: --workload W.json)"
+                    else f" (a recorded workload of it could say: {_WORKLOAD_GIVEN})"
                 )
             )
         elif catalog is None and not p.is_baseline:
             cell.notes.append(
                 f"{p.backend} has no kernels in ktriage's catalog"
                 + (
-                    ": its kernels are looked for in the recorded workloads (--workload)"
+                    f": its kernels are looked for in the recorded workloads ({_WORKLOADS})"
                     if workloads
-                    else ": nothing to compile (a recorded workload of it could say: --workload W.json)"
+                    else f": nothing to compile (a recorded workload of it could say: {_WORKLOAD_GIVEN})"
                 )
             )
         flagged.append(cell)

@@ -229,3 +229,19 @@ def test_an_op_bundle_given_as_a_recorded_one_names_the_python_call() -> None:
         f"bench it as an op bundle: kt.bench(bundle={str(bundle)!r}, op='layer_norm') "
         f"(`ktriage bench --bundle {bundle} --op layer_norm`)"
     )
+
+
+def test_triage_notes_name_the_workloads_keyword(tmp_path: Path) -> None:
+    """A TritonBench backend that is not in ktriage's catalog: triage's note pointed only at --workload W.json."""
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    for path, scale in ((old, 1.0), (new, 1.5)):
+        rows = ["x_val;torch_layer_norm-latency;my_layer_norm-latency"]
+        rows += [f"{n};{0.1 + n / 50000};{(0.2 + n / 20000) * scale}" for n in (1024, 1536)]
+        path.write_text("\n".join([*rows, "average;;"]) + "\n")
+    report = kt.triage(old=old, new=new, **{**AA, "op": "layer_norm"}, bisect=False, fixes=False)
+    notes = [n for c in report.cells if c.backend == "my_layer_norm" for n in c.notes]
+    assert any(
+        "my_layer_norm has no kernels in ktriage's catalog: nothing to compile (a recorded workload of it could "
+        "say: workloads=['W.json'] (--workload W.json))" in n
+        for n in notes
+    ), notes
