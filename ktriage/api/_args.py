@@ -224,7 +224,7 @@ def optional_path(value: object, name: str, flag: str | None = None) -> Path | N
 
 
 def model(value: object) -> str | None:
-    """The cost model's file (``model=``, ``--model``) of explain and triage, read now: a file that is no
+    """The cost model's file (``model=``, ``--model``) of explain, triage and tune, read now: a file that is no
     model is refused before any toolchain is built (not after minutes of compiles); None: ``$KTRIAGE_MODEL``,
     else the shipped fit (``ktriage.predict.model.model_path``), read now too, for the same reason."""
     from ktriage.predict.model import load_params

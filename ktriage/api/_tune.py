@@ -26,6 +26,7 @@ from ktriage.schema.jsontypes import JSONObject
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ktriage.predict.model_used import ModelUsed
     from ktriage.tune.scaling import ScaleResult
     from ktriage.tune.screen import ScreenResult
 
@@ -40,30 +41,43 @@ class TuneReport:
     ``info`` (no GPU here: the command to run on one), each option named by its keyword and its flag
     (``ktriage tune`` prints the flag alone: ``errors.in_flags``). ``warnings``: how the results were read against the
     configs (``read by rank: ...``, ``not a candidate: ...``), which the table and the markdown carry after the
-    GPU winner; the JSON has their facts (``timing.read_by_rank``, ``timing.not_candidates_ms``). The
-    renderers are ``ktriage tune``'s."""
+    GPU winner; the JSON has their facts (``timing.read_by_rank``, ``timing.not_candidates_ms``).
+    ``model``: the cost model file that priced the estimates and set the tie tolerance (``model=``,
+    ``--model``, ``$KTRIAGE_MODEL`` or the shipped fit), which every rendering names. The renderers are
+    ``ktriage tune``'s."""
 
     results: list[ScreenResult]
     scalings: list[ScaleResult[Any]]
     timings: list[JSONObject | None]
     notes: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    model: ModelUsed | None = None
 
     def json_text(self) -> str:
         from ktriage.report.tune import to_json_text
 
-        return to_json_text(self.results, self.scalings, self.timings)
+        return to_json_text(self.results, self.scalings, self.timings, self.model)
 
     @markdown_writer
     def to_markdown(self, *, show_all: bool = False) -> str:
         from ktriage.report.tune import to_markdown
 
-        return to_markdown(self.results, self.scalings, self.timings, show_all=show_all, warnings=self.warnings)
+        return to_markdown(
+            self.results, self.scalings, self.timings, show_all=show_all, warnings=self.warnings, model=self.model
+        )
 
     def print_table(self, console: Console, *, show_all: bool = False) -> None:
         from ktriage.report.tune import print_report
 
-        print_report(self.results, self.scalings, self.timings, console, show_all=show_all, warnings=self.warnings)
+        print_report(
+            self.results,
+            self.scalings,
+            self.timings,
+            console,
+            show_all=show_all,
+            warnings=self.warnings,
+            model=self.model,
+        )
 
     def print_warnings(self, console: Console) -> None:
         """The ``warnings`` alone, as the table prints them: for a report whose stdout is JSON (its facts only)."""
@@ -96,13 +110,16 @@ def tune(
     jobs: int | None = None,
     cluster: str | None = None,
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
+    model: str | Path | None = None,
 ) -> TuneReport:
     """Enumerate num_warps, num_stages and the declared block sizes of each selected input of
     ``target`` (a catalog op, a spec ``.toml`` or a recorded workload ``.json``), compile them all with
     ``toolchains[0]``, screen by spills, occupancy and a roofline estimate, scale the blocks from the
     kernel's own config, then (unless ``compile_only``) time the ``top_k`` kept on the GPU against the
     library's config and the other ``toolchains`` (one bundle for all inputs, ``budget`` GPU seconds;
-    ``results_file``: a bench results file of that bundle, timed elsewhere).
+    ``results_file``: a bench results file of that bundle, timed elsewhere). ``model``: the cost model's
+    file (``ktriage calibrate -o FILE``; None: ``$KTRIAGE_MODEL``, else the shipped fit) that prices the
+    estimates and says which are ties, named in the report as explain's names it.
 
     ``warps``/``stages``/``blocks`` narrow the space. A catalog op with several inputs needs them
     chosen (``inputs``, ``input_id`` or ``num_inputs``). Raises :class:`~ktriage.errors.KtriageError`
@@ -113,6 +130,8 @@ def tune(
     from ktriage.compile.remote import ClusterCompiler
     from ktriage.execute.base import remote_label
     from ktriage.execute.select import remote_executor
+    from ktriage.predict.model import load_params
+    from ktriage.predict.model_used import model_used
     from ktriage.record.workload import is_workload_path
     from ktriage.spec.model import input_label
     from ktriage.tune.scaling import scale_blocks
@@ -132,6 +151,7 @@ def tune(
     budget, sm_count = args.BUDGET(budget), args.SM_COUNT.optional(sm_count)
     top_k, max_spill_bytes = args.TOP_K(top_k), args.MAX_SPILL_BYTES(max_spill_bytes)
     arch = args.arch(arch) if arch is not None else None
+    model = args.model(model)  # a file that is no model is refused here, before any toolchain is built
     warps = args.wholes(warps, args.Whole("warps", "--warps", low=1, example=4))
     stages = args.wholes(stages, args.Whole("stages", "--stages", low=0, example=3))
     if blocks is not None:
@@ -196,6 +216,7 @@ def tune(
             + option("inputs", "--input", [input_label(s.meta, s.name) for s in specs[:2]]),
         )
     spaces = [config_space(spec, warps=warps, stages=stages, blocks=blocks) for spec in specs]
+    params = load_params(model)  # every input's estimates and ties priced by one model (--model)
     tc, *others = resolve_toolchains(toolchains)
     timings: list[JSONObject | None] = [None] * len(spaces)
     notes: list[tuple[str, str]] = []
@@ -215,6 +236,7 @@ def tune(
                     max_spill_bytes=max_spill_bytes,
                     sm_count=sm_count,
                     on_done=step.callback,
+                    params=params,
                 )
                 for space in spaces
             ]
@@ -235,4 +257,4 @@ def tune(
                     workload=recorded,
                 )
                 timings, notes, warnings = list(run.timings), run.notes, run.warnings
-    return TuneReport(results, scalings, timings, notes, warnings)
+    return TuneReport(results, scalings, timings, notes, warnings, model_used(model))

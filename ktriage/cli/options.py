@@ -320,7 +320,8 @@ Model = Annotated[
         help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).",
     ),
 ]
-"""explain's and triage's --model: one option, so that the two verbs price predictions from the same file the same way."""
+"""explain's, triage's and tune's --model: one option, so that the verbs price predictions (and tune its
+config estimates and ties) from the same file the same way."""
 
 
 # ------------------------------------------------------------------------------------------ output

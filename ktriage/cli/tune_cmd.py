@@ -51,6 +51,7 @@ def tune(
     jobs: Annotated[int | None, opt.jobs_option("Parallel compiles (default: CPU count).")] = None,
     cluster: opt.Cluster = None,
     compile_timeout: opt.CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
+    model: opt.Model = None,
 ) -> None:
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
@@ -85,6 +86,7 @@ def tune(
             jobs=jobs,
             cluster=cluster,
             compile_timeout=compile_timeout,
+            model=model,
         )
         print_notes(report.notes, console)
         if fmt == Format.json:  # the JSON has their facts only; the table and the markdown carry the sentences

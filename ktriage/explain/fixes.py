@@ -321,7 +321,8 @@ class FixFinder:
         """``sm_count``: explain's ``--sm-count``, the SMs the spill-free config search prices waves
         for (None: the spec's own ``meta.sm_count``, else the target's usual part). ``params``: the cost
         model that priced the findings (``--model``), so that a fix is priced, and recommended or not, by
-        the same model (None: $KTRIAGE_MODEL, else the shipped fit)."""
+        the same model, and the spill-free config search ranks its candidates with it (its estimates and
+        its tie tolerance) (None: $KTRIAGE_MODEL, else the shipped fit)."""
         self.compiler = compiler
         self.sm_count = sm_count
         self.explainer = Explainer(compiler, params=params)
@@ -519,7 +520,10 @@ class FixFinder:
         from ktriage.tune.suggest import nearest_spill_free
 
         sm_count = spec_sm_count(spec, self.sm_count)
-        suggestion = nearest_spill_free(spec, new.toolchain, self.compiler, sm_count=sm_count)
+        # ranked by the model that priced the findings (--model): its estimates and its tie tolerance
+        suggestion = nearest_spill_free(
+            spec, new.toolchain, self.compiler, sm_count=sm_count, params=self.explainer.params
+        )
         if suggestion is None:
             return [
                 Fix(

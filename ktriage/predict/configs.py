@@ -15,6 +15,11 @@ start config's grid) runs in ``ceil(tiles / (CTAs/SM * SMs))`` waves. Cycles of 
 :func:`tile_estimate` is the one entry point both callers use (tune converts cycles to us at the SM
 clock).
 
+**Ties** (:func:`ties_first_by`): estimates within the model's interval of the best (``interval_a`` of
+the parameters in use: ``--model``, ``$KTRIAGE_MODEL`` or the shipped fit) are ties, ranked by the smallest
+change from the start config (:func:`change_from_default`), the start config itself first. ``ktriage tune``
+(through ``tune.screen.ties_first``), the spill-free fix search and the autotune hook order with it.
+
 **Everything else** (reductions, pointwise): tune ranks with :func:`estimate`, the time of
 ``predict.model`` (it has the SASS: the main loop, spills against L1, atomics, occupancy and waves,
 with the fitted parameters explain uses); the hook, which has only the ptxas log, ranks with
@@ -48,9 +53,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
@@ -164,6 +169,78 @@ def estimate(
         ),
         fixed_trips=bool(parts["fixed_trips"]),
     )
+
+
+# --------------------------------------------------------------------------- ties
+
+
+def tie_tolerance(params: Params | None = None) -> float:
+    """How far apart two estimates must be for the model to tell them apart: the half-width of its
+    held-out interval at a small effect (``interval_a`` of ``params``, in log; None: :func:`load_params`,
+    i.e. ``$KTRIAGE_MODEL`` or the shipped fit). Closer estimates are a tie: the model's record on measured
+    pairs cannot order them. The parameters are the caller's (``--model``), so that a user's fit, which
+    prices the estimates, also says which of them it cannot tell apart."""
+    return float((params or load_params()).interval_a)
+
+
+def tie_fraction(params: Params | None = None) -> float:
+    """:func:`tie_tolerance` as a fraction of the best estimate (0.034: within +-3.4 %), as reports say it."""
+    return math.expm1(tie_tolerance(params))
+
+
+class Knobs(Protocol):
+    """What :func:`change_from_default` reads of a config: ``tune.space.TuneConfig``, or the hook's view
+    of a ``triton.Config``."""
+
+    @property
+    def num_warps(self) -> int: ...
+
+    @property
+    def num_stages(self) -> int: ...
+
+    @property
+    def blocks(self) -> Mapping[str, int]: ...
+
+
+def change_from_default(config: Knobs, default: Knobs) -> tuple[int, float, int]:
+    """How far ``config`` moves from the start config ``default`` (the library's own): the knobs it changes
+    (constexprs, warps, stages), then how far it moves warps (in powers of two) and stages."""
+    ref = default.blocks
+    changed = sum(1 for k, v in config.blocks.items() if ref.get(k) != v)
+    changed += int(config.num_warps != default.num_warps) + int(config.num_stages != default.num_stages)
+    warps = abs(math.log2(config.num_warps / default.num_warps)) if config.num_warps and default.num_warps else 0.0
+    return changed, warps, abs(config.num_stages - default.num_stages)
+
+
+_Row = TypeVar("_Row")
+
+
+def ties_first_by(
+    ranked: Sequence[_Row],
+    estimate_of: Callable[[_Row], float],
+    tie_order: Callable[[_Row], Any],
+    tolerance: float,
+) -> tuple[list[_Row], int]:
+    """``ranked`` (best estimate first) with the rows whose estimate is within ``tolerance`` (a log
+    half-width: :func:`tie_tolerance`) of the best moved to the front and ordered by ``tie_order`` (the
+    start config first, then the smallest :func:`change_from_default`, then the caller's usual order); the
+    others follow as ranked. Also returns how many rows tie (0 when fewer than two do).
+
+    Why: an estimate 1 % under another is inside the model's error, and ranking by it chose configs by
+    noise (Liger layer_norm bwd at N=4608: 32, 16 and 8 warps estimated 52.0, 52.4 and 52.7 us; the H200
+    measured 8 warps fastest and 32 warps 27 % slower). Where the model cannot choose, changing the start
+    config least risks the least of what it does not see. The one rule of ``ktriage tune`` and the
+    autotune hook, each with its own rows (pure: no compile, no GPU)."""
+    rows = list(ranked)
+    if len(rows) < 2:
+        return rows, 0
+    limit = estimate_of(rows[0]) * math.exp(tolerance)
+    tied = [i for i, r in enumerate(rows) if estimate_of(r) <= limit]
+    if len(tied) < 2:
+        return rows, 0
+    tied.sort(key=lambda i: tie_order(rows[i]))
+    rest = sorted(set(range(len(rows))) - set(tied))
+    return [rows[i] for i in tied + rest], len(tied)
 
 
 # --------------------------------------------------------------------------- the tile and stream models

@@ -1,5 +1,7 @@
 """The tune report: one JSON shape (``recommended``, ``default``, ``candidates``), a rich table and
-markdown; one input's report or, for several inputs, a summary row per input."""
+markdown; one input's report or, for several inputs, a summary row per input. Each names the cost model
+that priced the estimates and set the tie tolerance (``--model``, ``$KTRIAGE_MODEL`` or the shipped fit),
+as explain's and triage's reports do (``model``, the ``Model: ...`` line)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from rich.table import Table
 
 from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.predict.configs import tie_fraction
+from ktriage.predict.model import Params
 from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
-from ktriage.tune.screen import ScreenedConfig, ScreenResult, tie_fraction
+from ktriage.tune.screen import ScreenedConfig, ScreenResult
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
+    from ktriage.predict.model_used import ModelUsed
     from ktriage.tune.scaling import ScaleResult
 
 SCHEMA = 1
@@ -72,18 +77,22 @@ def to_json(
     scaling: JSONObject | None = None,
     timing: JSONObject | None = None,
     scaling_note: str | None = None,
+    model: ModelUsed | None = None,
 ) -> JSONObject:
-    """Everything tune decided, with the reason for each candidate."""
+    """Everything tune decided, with the reason for each candidate; ``model``: the model file that priced it
+    (one input's report carries it; several inputs' document carries it once, beside ``inputs``)."""
     rec = result.recommended
+    named = {"model": model.to_json()} if model is not None else {}
     return {
         "schema": SCHEMA,
         "spec": result.space.spec.name,
         "target": result.space.spec.target,
         "toolchain": str(result.toolchain.spec),
+        **named,
         "max_spill_bytes": result.max_spill_bytes,
         "top_k": result.top_k,
         # estimates within this fraction of the best are ties, ranked by the smallest change (candidates' "tied")
-        "tie_tolerance": round(tie_fraction(), 4),
+        "tie_tolerance": round(tie_fraction(result.params), 4),
         "space": result.space.to_json(),
         "recommended": _summary(rec) if rec is not None else None,
         "default": _summary(result.default),
@@ -96,21 +105,31 @@ def to_json(
 
 
 def report_json(
-    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[JSONObject | None]
+    results: Sequence[ScreenResult],
+    scalings: Sequence[ScaleResult[Any]],
+    timings: Sequence[JSONObject | None],
+    model: ModelUsed | None = None,
 ) -> JSONObject:
     """The document of stdout's ``--format json`` and ``-o PATH.json``: one input's report, or
-    ``{"schema", "inputs": [...]}`` for several."""
+    ``{"schema", "model", "inputs": [...]}`` for several; either way ``model`` at the top, as explain's."""
+    one = len(results) == 1
     reports = [
-        to_json(r, scaling=sc.to_json(), timing=t, scaling_note=scaling_note(r, sc))
+        to_json(r, scaling=sc.to_json(), timing=t, scaling_note=scaling_note(r, sc), model=model if one else None)
         for r, sc, t in zip(results, scalings, timings, strict=True)
     ]
-    return reports[0] if len(reports) == 1 else {"schema": SCHEMA, "inputs": reports}
+    if one:
+        return reports[0]
+    named = {"model": model.to_json()} if model is not None else {}
+    return {"schema": SCHEMA, **named, "inputs": reports}
 
 
 def to_json_text(
-    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[JSONObject | None]
+    results: Sequence[ScreenResult],
+    scalings: Sequence[ScaleResult[Any]],
+    timings: Sequence[JSONObject | None],
+    model: ModelUsed | None = None,
 ) -> str:
-    return json.dumps(report_json(results, scalings, timings), indent=1) + "\n"
+    return json.dumps(report_json(results, scalings, timings, model), indent=1) + "\n"
 
 
 def _rows(result: ScreenResult, show_all: bool) -> list[ScreenedConfig]:
@@ -132,24 +151,25 @@ ROWS_LEGEND = (
 """What the table's status column means, under the table whenever a row is not kept."""
 
 
-def ties_legend() -> str:
+def ties_legend(params: Params | None = None) -> str:
     """Why rank 1 can have a higher estimate than rank 3, under the table whenever a row is tied: the
     reason of a tied row says "tied with N others", but a reader of the estimate column alone saw the ranks
-    out of order."""
+    out of order. ``params``: the model that ranked them (its tolerance is the one stated)."""
     return (
-        f"tied: estimates within the model's +-{tie_fraction():.1%} of the best, which it cannot tell apart; "
+        f"tied: estimates within the model's +-{tie_fraction(params):.1%} of the best, which it cannot tell apart; "
         "these rank by the smallest change from the library's config, not by estimate, so a tied row can rank "
         "above one with a lower estimate. The GPU's timing decides among them."
     )
 
 
-def _legends(rows: Sequence[ScreenedConfig]) -> list[str]:
-    """The legend lines for these rows: what the statuses mean (a row not kept), what a tie is (a tied row)."""
+def _legends(rows: Sequence[ScreenedConfig], params: Params | None) -> list[str]:
+    """The legend lines for these rows: what the statuses mean (a row not kept), what a tie is (a tied row,
+    at the tolerance of ``params``, the model that ranked them)."""
     return [
         text
         for text, shown in (
             (ROWS_LEGEND, any(c.status != "kept" for c in rows)),
-            (ties_legend(), any(c.tied for c in rows)),
+            (ties_legend(params), any(c.tied for c in rows)),
         )
         if shown
     ]
@@ -208,7 +228,7 @@ def _one_markdown(
     rows = _rows(result, show_all)
     lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in rows]
     lines.append("")
-    for legend in _legends(rows):
+    for legend in _legends(rows, result.params):
         lines += [f"_{_md(legend)}_", ""]
     rec = result.recommended
     lines.append(
@@ -237,17 +257,21 @@ def to_markdown(
     *,
     show_all: bool = False,
     warnings: Sequence[str] = (),
+    model: ModelUsed | None = None,
 ) -> str:
     """The report as markdown: one input's candidates table and recommendation, or for several
     inputs the summary table (each input's own table too with ``show_all``); last, the ``warnings`` of
-    reading the GPU results (:class:`~ktriage.tune.timing_run.TimingRun`), which qualify the GPU winner."""
+    reading the GPU results (:class:`~ktriage.tune.timing_run.TimingRun`), which qualify the GPU winner.
+    ``model``: the model that priced the estimates, named under the title (``Model: ...``)."""
     said = [f"- warning: {_md(w)}" for w in warnings]
+    named = ["", _md(model.line())] if model is not None else []
     if len(results) == 1:
-        lines = _one_markdown(results[0], scalings[0], timings[0], show_all, 2)
-        return "\n".join([*lines, *said]).rstrip() + "\n"
+        title, *rest = _one_markdown(results[0], scalings[0], timings[0], show_all, 2)
+        return "\n".join([title, *named, *rest, *said]).rstrip() + "\n"
     first = results[0]
     lines = [
         f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {plural(len(results), 'input')}",
+        *named,
         "",
         "| " + " | ".join(_SUMMARY_COLUMNS) + " |",
         "|" + "|".join("---" for _ in _SUMMARY_COLUMNS) + "|",
@@ -274,9 +298,13 @@ def print_report(
     *,
     show_all: bool = False,
     warnings: Sequence[str] = (),
+    model: ModelUsed | None = None,
 ) -> None:
     """The table on the console: one input's candidates, or the summary of several (each input's
-    table first with ``show_all``); last, the ``warnings`` of reading the GPU results."""
+    table first with ``show_all``); last, the ``warnings`` of reading the GPU results. ``model``: the
+    model that priced the estimates, named first (``Model: ...``)."""
+    if model is not None:
+        console.print(escape(model.line()))
     if len(results) == 1 or show_all:
         for r, sc, t in zip(results, scalings, timings, strict=True):
             print_table(r, console, show_all=show_all)
@@ -322,7 +350,7 @@ def _summary_notes(results: Sequence[ScreenResult]) -> list[tuple[str, str]]:
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
     """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
     rows = _rows(result, show_all)
-    table = Table(title=escape(_title(result)), caption=escape("\n".join(_legends(rows))) or None)
+    table = Table(title=escape(_title(result)), caption=escape("\n".join(_legends(rows, result.params))) or None)
     add_columns(table, _COLUMNS, overflow="fold")
     for c in rows:
         table.add_row(*(escape(x) for x in _cells(c)))

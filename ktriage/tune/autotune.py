@@ -8,7 +8,10 @@ JIT would build for the actual arguments (the JIT's own binder), compiles the ke
 WITHOUT launching it (``triton.compile``; the result lands in Triton's cache, so the JIT reuses it),
 re-runs the installed Triton's ptxas with ``-v`` on the PTX to read the true spill-store bytes,
 computes the exact occupancy (ktriage.analyze.occupancy), drops configs that spill more than the
-threshold, ranks the rest with a crude roofline-style estimate and keeps the best few. Two estimates:
+threshold, ranks the rest with a crude roofline-style estimate and keeps the best few. Estimates within
+the cost model's interval of the best are ties, ordered as ``ktriage tune`` orders them
+(:func:`ktriage.predict.configs.ties_first_by`): the first config of the user's list (the hook's start
+config: an Autotuner has no other notion of a default) first, then the smallest change from it. Two estimates:
 kernels whose PTX has tensor-core MMA instructions (tl.dot) are ranked by a tile model (arithmetic
 intensity, pipelining, CTAs per SM, wave quantization of the grid), other kernels by latency hiding
 (bytes or warps in flight per SM, and how many SMs the grid keeps busy); see :func:`mma_estimate` and
@@ -34,6 +37,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -47,13 +51,19 @@ from ktriage.predict.configs import (
     DEFAULT_SATURATION_WARPS,
     SPILL_COST_BYTES,
     MmaTile,
+    change_from_default,
     dtype_bytes,
     mma_estimate,
     stream_estimate,
+    tie_fraction,
+    tie_tolerance,
+    ties_first_by,
     tile_estimate,
     warps_estimate,
 )
+from ktriage.predict.model import Params, load_params
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 # The estimates live in ktriage.predict.configs, the one model of `ktriage tune` and this hook; these
 # names stay importable from here (the documented API).
@@ -142,6 +152,7 @@ class Screened:
     model: str | None = None  # "mma" (tile model) or "stream" (latency hiding), see estimate functions
     grid: int | None = None  # CTAs the launch has for this config, when known (grid function or M/N)
     detail: str | None = None  # the estimate's inputs in words
+    tied: bool = False  # within the model's interval of the best estimate: ranked by change from the first config
 
     def to_json(self) -> JSONObject:
         return {
@@ -160,6 +171,7 @@ class Screened:
             "model": self.model,
             "grid": self.grid,
             "detail": self.detail,
+            "tied": self.tied,
         }
 
 
@@ -327,6 +339,23 @@ def grid_ctas(grid: Any, args: Mapping[str, Any]) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class _Knobs:
+    """A ``triton.Config`` as :func:`~ktriage.predict.configs.change_from_default` reads a config: its
+    warps, stages and integer meta-parameters (the block sizes)."""
+
+    num_warps: int
+    num_stages: int
+    blocks: Mapping[str, int]
+
+    @classmethod
+    def of(cls, config: Any) -> _Knobs:
+        kwargs = getattr(config, "kwargs", None) or {}
+        blocks = {k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)}
+        warps, stages = getattr(config, "num_warps", 0), getattr(config, "num_stages", 0)
+        return cls(int(warps or 0), int(stages or 0), blocks)
+
+
 def _is_mma(compiled: Any) -> bool:
     ptx = (getattr(compiled, "asm", None) or {}).get("ptx", "")
     return isinstance(ptx, str) and any(op in ptx for op in _MMA_PTX)
@@ -343,6 +372,11 @@ class SpillAwarePrune:
     (None: the active GPU). ``kernel``: the @triton.jit function (None: found from the calling
     Autotuner, or set later with :meth:`bind`). ``num_sms``: SMs for the grid terms of the
     estimates (None: the active GPU's count, or the arch's usual part when screening for a target).
+    ``model``: the cost model whose interval says which estimates are ties (a file written by
+    ``ktriage calibrate -o FILE``, or its :class:`~ktriage.predict.model.Params`; None: ``$KTRIAGE_MODEL``,
+    else the shipped fit, read when the hook ranks). Tied configs rank as ``ktriage tune`` ranks them: the
+    first config of the list first, then the smallest change from it; the estimates themselves are the
+    hook's own (the tile model, latency hiding), which the model's parameters do not change.
     """
 
     def __init__(
@@ -355,6 +389,7 @@ class SpillAwarePrune:
         saturation_warps: int = DEFAULT_SATURATION_WARPS,
         verbose: bool = False,
         num_sms: int | None = None,
+        model: str | Path | Params | None = None,
     ) -> None:
         if max_spill_bytes < 0:
             raise KtriageError(f"max_spill_bytes={max_spill_bytes} is negative", "use 0 (no spills) or a byte count")
@@ -372,6 +407,8 @@ class SpillAwarePrune:
         self.saturation_warps = saturation_warps
         self.verbose = verbose
         self.num_sms = num_sms
+        # a file is read now: one that is no model is refused here, not at the first tuning (FormatError)
+        self.params = model if model is None or isinstance(model, Params) else load_params(model)
         self.last_report: list[Screened] = []
         self._facts: dict[tuple[str, str], tuple[CompileFacts, bool]] = {}
 
@@ -529,8 +566,10 @@ class SpillAwarePrune:
 
     def _rank(self, screened: list[Screened]) -> list[Screened]:
         """Keep the ``keep`` best screened configs (estimate, then more resident warps, then fewer
-        registers, then the user's order); configs that could not be screened are kept after them if
-        room is left. Rows come back in input order, each with its rank."""
+        registers, then the user's order), those tied with the best (within the model's interval,
+        :func:`~ktriage.predict.configs.ties_first_by`) first by the smallest change from the first config
+        given, as ``ktriage tune`` ranks; configs that could not be screened are kept after them if room is
+        left. Rows come back in input order, each with its rank."""
         candidates = [i for i, s in enumerate(screened) if s.kept and s.estimate is not None]
         unscreened = [i for i, s in enumerate(screened) if s.kept and s.estimate is None]
 
@@ -541,16 +580,32 @@ class SpillAwarePrune:
                 warps = -s.occupancy.num_warps  # among its ties fewer warps win, as in ktriage tune
             return (s.estimate or 0.0, -warps, s.registers or 0, i)
 
-        order = sorted(candidates, key=key) + unscreened
+        # the hook's start config is the first of the user's list: an Autotuner names no default
+        start = _Knobs.of(screened[0].config) if screened else _Knobs(0, 0, {})
+        ranked, n_tied = ties_first_by(
+            sorted(candidates, key=key),
+            lambda i: screened[i].estimate or 0.0,
+            lambda i: (i != 0, change_from_default(_Knobs.of(screened[i].config), start), key(i)),
+            tie_tolerance(self.params),
+        )
+        tied = set(ranked[:n_tied])
+        tie = (
+            f"; tied with {plural(n_tied - 1, 'other')} within the model's "
+            f"+-{tie_fraction(self.params):.1%}: the smaller change from the first config ranks first"
+        )
+        order = ranked + unscreened
         winners = set(order[: self.keep])
         out: list[Screened] = []
         for i, s in enumerate(screened):
             rank = order.index(i) + 1 if i in order else None
+            if i in tied:
+                s = replace(s, tied=True, reason=s.reason + tie)
             if s.kept and i not in winners:
                 s = replace(
                     s,
                     kept=False,
-                    reason=f"ranked {rank} of {len(order)} by the estimate (keep={self.keep}): {s.reason}",
+                    reason=f"ranked {rank} of {len(order)}{'' if i in tied else ' by the estimate'} "
+                    f"(keep={self.keep}): {s.reason}",
                 )
             out.append(replace(s, rank=rank))
         return out
@@ -565,10 +620,12 @@ def ktriage_prune(
     saturation_warps: int = DEFAULT_SATURATION_WARPS,
     verbose: bool = False,
     num_sms: int | None = None,
+    model: str | Path | Params | None = None,
 ) -> dict[str, Any]:
     """The dict for ``triton.autotune(prune_configs_by=...)``: a :class:`SpillAwarePrune` as
     ``early_config_prune``. The hook object is also under the key ``"ktriage"`` for its reports
-    (Triton ignores keys it does not know)."""
+    (Triton ignores keys it does not know). ``model``: the cost model whose interval decides ties
+    (:class:`SpillAwarePrune`)."""
     hook = SpillAwarePrune(
         max_spill_bytes,
         keep,
@@ -577,6 +634,7 @@ def ktriage_prune(
         saturation_warps=saturation_warps,
         verbose=verbose,
         num_sms=num_sms,
+        model=model,
     )
     return {"early_config_prune": hook, "ktriage": hook}
 
@@ -597,10 +655,12 @@ def autotune(
     keep: int = 3,
     target: Any = None,
     verbose: bool = False,
+    model: str | Path | Params | None = None,
     **autotune_kwargs: Any,
 ) -> Callable[[Any], Any]:
     """Drop-in for ``triton.autotune`` with the spill-aware prune hook bound to the decorated kernel.
-    Other keyword arguments go to ``triton.autotune`` unchanged (``prune_configs_by`` is ours)."""
+    Other keyword arguments go to ``triton.autotune`` unchanged (``prune_configs_by`` is ours).
+    ``model``: the cost model whose interval decides ties (:class:`SpillAwarePrune`)."""
     import triton
 
     if "prune_configs_by" in autotune_kwargs:
@@ -610,7 +670,7 @@ def autotune(
         )
 
     def decorate(fn: Any) -> Any:
-        prune = ktriage_prune(max_spill_bytes, keep, target=target, kernel=fn, verbose=verbose)
+        prune = ktriage_prune(max_spill_bytes, keep, target=target, kernel=fn, verbose=verbose, model=model)
         return triton.autotune(list(configs), list(key), prune_configs_by=prune, **autotune_kwargs)(fn)
 
     return decorate

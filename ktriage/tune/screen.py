@@ -21,8 +21,19 @@ from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError, option
-from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
+from ktriage.predict.configs import (
+    Estimate,
+    change_from_default,
+    dtype_bytes,
+    estimate,
+    is_mma_sass,
+    tie_fraction,
+    tie_tolerance,
+    ties_first_by,
+    tile_estimate,
+)
 from ktriage.predict.facts import spec_launch_inputs
+from ktriage.predict.model import Params
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.sms import spec_sm_count
@@ -101,6 +112,9 @@ class ScreenResult:
     max_spill_bytes: int
     top_k: int
     notes: list[str] = field(default_factory=list)
+    # the cost model's parameters that priced the estimates and set the tie tolerance (None: load_params(),
+    # i.e. $KTRIAGE_MODEL or the shipped fit); the report states the tolerance from them
+    params: Params | None = None
 
     @property
     def default(self) -> ScreenedConfig:
@@ -135,50 +149,23 @@ def sort_key(c: ScreenedConfig, default_stages: int = 3) -> tuple[float, bool, f
     )
 
 
-def tie_tolerance() -> float:
-    """How far apart two estimates must be for the model to tell them apart: the half-width of its
-    held-out interval at a small effect (``params.json``'s ``interval_a``, in log). Closer estimates
-    are a tie: the model's record on measured pairs cannot order them."""
-    from ktriage.predict.model import load_params
-
-    return float(load_params().interval_a)
-
-
-def tie_fraction() -> float:
-    """:func:`tie_tolerance` as a fraction of the best estimate (0.034: within +-3.4 %), as reports say it."""
-    return math.expm1(tie_tolerance())
-
-
-def change_from_default(config: TuneConfig, default: TuneConfig) -> tuple[int, float, int]:
-    """How far ``config`` moves from the library's own config: the knobs it changes (constexprs, warps,
-    stages), then how far it moves warps (in powers of two) and stages."""
-    ref = default.blocks
-    changed = sum(1 for k, v in config.blocks.items() if ref.get(k) != v)
-    changed += int(config.num_warps != default.num_warps) + int(config.num_stages != default.num_stages)
-    warps = abs(math.log2(config.num_warps / default.num_warps)) if config.num_warps and default.num_warps else 0.0
-    return changed, warps, abs(config.num_stages - default.num_stages)
-
-
 def ties_first(
-    ranked: list[ScreenedConfig], default: TuneConfig | None, default_stages: int
+    ranked: list[ScreenedConfig], default: TuneConfig | None, default_stages: int, params: Params | None = None
 ) -> tuple[list[ScreenedConfig], int]:
-    """``ranked`` (best estimate first) with the configs tied with the best, within the model's interval
-    (:func:`tie_tolerance`), ordered by the smallest change from the library's config ``default`` (the
-    library's own first, where it is viable), then the usual order. Why: an estimate 1 % under another is inside the model's error,
-    and ranking by it chose configs by noise (Liger layer_norm bwd at N=4608: 32, 16 and 8 warps
-    estimated 52.0, 52.4 and 52.7 us; the H200 measured 8 warps fastest and 32 warps 27 % slower).
-    Where the model cannot choose, changing the library's config least is the choice that risks the
-    least of what it does not see. The GPU's timing of the kept configs still decides. Also returns how
-    many configs tie (0 when none do)."""
-    if len(ranked) < 2 or default is None:
+    """``ranked`` (best estimate first) with the configs tied with the best, within the interval of the
+    model ``params`` (:func:`~ktriage.predict.configs.tie_tolerance`; None: ``$KTRIAGE_MODEL`` or the
+    shipped fit), ordered by the smallest change from the library's config ``default`` (the library's own
+    first, where it is viable), then the usual order: the rule of
+    :func:`~ktriage.predict.configs.ties_first_by`, which the autotune hook applies too. The GPU's timing
+    of the kept configs still decides. Also returns how many configs tie (0 when none do)."""
+    if default is None:
         return ranked, 0
-    best = ranked[0].estimate.estimate_us  # type: ignore[union-attr]
-    limit = best * math.exp(tie_tolerance())
-    tied = [c for c in ranked if c.estimate.estimate_us <= limit]  # type: ignore[union-attr]
-    if len(tied) < 2:
-        return ranked, 0
-    tied.sort(key=lambda c: (not c.is_default, change_from_default(c.config, default), sort_key(c, default_stages)))
-    return tied + [c for c in ranked if c not in tied], len(tied)
+    return ties_first_by(
+        ranked,
+        lambda c: c.estimate.estimate_us,  # type: ignore[union-attr]
+        lambda c: (not c.is_default, change_from_default(c.config, default), sort_key(c, default_stages)),
+        tie_tolerance(params),
+    )
 
 
 def screen(
@@ -192,6 +179,7 @@ def screen(
     configs: Sequence[TuneConfig] | None = None,
     on_done: Callable[[object], None] | None = None,
     staged: bool = True,
+    params: Params | None = None,
 ) -> ScreenResult:
     """Compile every config of ``space`` (or ``configs``) with ``toolchain``, drop the ones whose
     spill store bytes exceed ``max_spill_bytes`` and rank the rest; the best ``top_k`` are kept.
@@ -200,6 +188,9 @@ def screen(
     other num_stages only for the kept ones (most kernels have no pipelined loop, so stages change
     nothing and would multiply the compiles by 4). Configs whose cubin is byte-identical to a
     better-ranked one are dropped as duplicates: timing them would measure the same kernel twice.
+
+    ``params``: the cost model that prices the estimates and says which are ties (``--model``; None:
+    ``$KTRIAGE_MODEL``, else the shipped fit).
     """
     if top_k < 1:
         raise KtriageError(
@@ -223,8 +214,8 @@ def screen(
     if space.default not in cfgs:
         cfgs.insert(0, space.default)
     cands = [ScreenedConfig(cfg, space.apply(cfg), is_default=cfg == space.default) for cfg in cfgs]
-    _compile_and_analyze(cands, toolchain, compiler, sm_count, on_done)
-    _judge(cands, max_spill_bytes, top_k)
+    _compile_and_analyze(cands, toolchain, compiler, sm_count, on_done, params)
+    _judge(cands, max_spill_bytes, top_k, params)
     if staged and configs is None and not space.listed and len(space.stages) > 1:
         seen = {c.config for c in cands}
         extra = [
@@ -233,10 +224,10 @@ def screen(
             for cfg in (TuneConfig(front.config.num_warps, st, front.config.constexprs) for st in space.stages)
             if cfg not in seen
         ]
-        _compile_and_analyze(extra, toolchain, compiler, sm_count, on_done)
+        _compile_and_analyze(extra, toolchain, compiler, sm_count, on_done, params)
         cands += extra
-        _judge(cands, max_spill_bytes, top_k)
-    result = ScreenResult(space, toolchain, cands, max_spill_bytes, top_k, list(space.notes))
+        _judge(cands, max_spill_bytes, top_k, params)
+    result = ScreenResult(space, toolchain, cands, max_spill_bytes, top_k, list(space.notes), params=params)
     fixed = fixed_trips_note(cands)
     if fixed:
         result.notes.append(fixed)
@@ -254,6 +245,7 @@ def _compile_and_analyze(
     compiler: Compiler,
     sm_count: int | None,
     on_done: Callable[[object], None] | None,
+    params: Params | None = None,
 ) -> None:
     outcomes = compiler.compile_many([c.spec for c in cands], [toolchain], on_done=on_done)
     for cand, outcome in zip(cands, outcomes, strict=True):
@@ -268,7 +260,7 @@ def _compile_and_analyze(
             cand.status, cand.reason = "failed", f"could not be analyzed: {exc.problem}"
             continue
         sms = spec_sm_count(cand.spec, sm_count)  # --sm-count, else the spec's own (a recording's GPU), else the part's
-        cand.estimate = estimate(cand.resources, cand.occupancy, cand.spec, sm_count=sms)
+        cand.estimate = estimate(cand.resources, cand.occupancy, cand.spec, sm_count=sms, params=params)
         if is_mma_sass(cand.resources.sass_opcodes):
             cand.estimate = mma_candidate_estimate(cand.spec, cand.resources, cand.occupancy, cand.estimate, sms)
 
@@ -354,7 +346,7 @@ def _cubin_sha(c: ScreenedConfig) -> str | None:
     return hashlib.sha256(c.artifact.cubin.cubin_path.read_bytes()).hexdigest()
 
 
-def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
+def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int, params: Params | None = None) -> None:
     viable: list[ScreenedConfig] = []
     for c in cands:
         if c.status == "failed":
@@ -390,9 +382,9 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
         first_of[sha] = c
         unique.append(c)
     default = next((c.config for c in cands if c.is_default), None)
-    viable, n_tied = ties_first(unique, default, default_stages)
+    viable, n_tied = ties_first(unique, default, default_stages, params)
     tie = (
-        f"; tied with {plural(n_tied - 1, 'other')} within the model's +-{tie_fraction():.1%}: "
+        f"; tied with {plural(n_tied - 1, 'other')} within the model's +-{tie_fraction(params):.1%}: "
         "the smaller change from the library's config ranks first"
         if n_tied
         else ""

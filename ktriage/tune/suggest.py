@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.compile.compiler import Compiler
+from ktriage.predict.model import Params
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.sms import spec_sm_count
@@ -39,6 +40,8 @@ class Suggestion:
     distance: int
     sentence: str
     sm_count: int = 0  # the SMs the ranking priced waves for (explain's --sm-count, else the target's usual part)
+    # the chosen config's screening estimate (us units, a ranking score) under the model that ranked it (--model)
+    estimate_us: float | None = None
 
     def changes(self) -> dict[str, tuple[Any, Any]]:
         """Each knob that differs from the default: name -> (default, suggested)."""
@@ -64,6 +67,7 @@ class Suggestion:
             "distance": self.distance,
             "sentence": self.sentence,
             "sm_count": self.sm_count,
+            "estimate_us": None if self.estimate_us is None else round(self.estimate_us, 4),
         }
 
 
@@ -89,17 +93,29 @@ def nearest_spill_free(
     space: ConfigSpace | None = None,
     max_distance: int = 4,
     sm_count: int | None = None,
+    params: Params | None = None,
 ) -> Suggestion | None:
     """The spill-free config nearest to ``spec``'s own, compiled and checked with ``toolchain``.
 
     None when ``spec`` does not spill (no fix needed), or no config within ``max_distance`` doublings
-    is spill-free. Among equally near spill-free configs the screening's ranking decides.
+    is spill-free. Among equally near spill-free configs the screening's ranking decides, priced by the
+    cost model ``params`` (its estimates and its tie tolerance): explain passes the model of ``--model``,
+    so the fix it proposes is chosen by the model that priced the findings (None: ``$KTRIAGE_MODEL``,
+    else the shipped fit).
     """
     space = space or config_space(spec)
     sm_count = spec_sm_count(spec, sm_count)
     default = space.default
     base = screen(
-        space, toolchain, compiler, configs=[default], top_k=1, max_spill_bytes=0, sm_count=sm_count, staged=False
+        space,
+        toolchain,
+        compiler,
+        configs=[default],
+        top_k=1,
+        max_spill_bytes=0,
+        sm_count=sm_count,
+        staged=False,
+        params=params,
     ).default
     if base.resources is None or base.occupancy is None or not (base.resources.spill_store_bytes or 0):
         return None
@@ -110,7 +126,15 @@ def nearest_spill_free(
             rings.setdefault(d, []).append(cfg)
     for d in sorted(rings):
         result = screen(
-            space, toolchain, compiler, configs=rings[d], top_k=1, max_spill_bytes=0, sm_count=sm_count, staged=False
+            space,
+            toolchain,
+            compiler,
+            configs=rings[d],
+            top_k=1,
+            max_spill_bytes=0,
+            sm_count=sm_count,
+            staged=False,
+            params=params,
         )
         best: ScreenedConfig | None = next((c for c in result.kept if not c.is_default), None)
         if best is None or best.resources is None or best.occupancy is None:
@@ -135,6 +159,7 @@ def nearest_spill_free(
             d,
             sentence,
             sm_count or 0,
+            None if best.estimate is None else best.estimate.estimate_us,
         )
     return None
 

@@ -87,6 +87,48 @@ def test_configs_the_model_cannot_tell_apart_rank_by_the_smallest_change(
     assert legend in res.output.replace("\n", " ")  # the terminal table's legend
 
 
+def test_tune_model_option_ranks_with_that_file_and_the_report_names_it(
+    tmp_path: Path, toolchain, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """``tune --model FILE`` (explain and triage had it, tune had not: its estimates and ties came from
+    $KTRIAGE_MODEL or the shipped fit). The same layer_norm bwd screening as above with a model whose
+    interval is 0: the model now tells 8, 16 and 32 warps apart, so none is tied and the lowest estimate
+    (32 warps) is recommended; the JSON, markdown and table name the file, as explain's do."""
+    import json as _json
+
+    from ktriage.predict.model import MODEL_ENV, PARAMS_FILE
+
+    monkeypatch.delenv(MODEL_ENV, raising=False)
+    toolchain("triton==3.4.0")
+    data = _json.loads(PARAMS_FILE.read_text())
+    data["params"]["interval_a"] = 0.0
+    sharp = tmp_path / "sharp-model.json"
+    sharp.write_text(_json.dumps(data))
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
+    argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", "--stages", "3"]
+    argv += ["--warps", "4,8,16,32", "--top-k", "3"]
+    res = run_cli([*argv, "--model", str(sharp), "-o", str(out), "-o", str(md)])
+    assert res.exit_code == exit_codes.OK, res.output
+    doc = json.loads(out.read_text())
+    assert doc["model"]["path"] == str(sharp) and doc["model"]["interval_a"] == 0.0 and doc["tie_tolerance"] == 0.0
+    kept = sorted((c for c in doc["candidates"] if c["status"] == "kept"), key=lambda c: c["rank"])
+    assert not any(c["tied"] for c in kept) and doc["recommended"]["config"]["num_warps"] == 32
+    estimates = [c["estimate"]["estimate_us"] for c in kept]
+    assert estimates == sorted(estimates)
+    line = f"Model: {sharp} (predicted intervals +-0.0 %)"
+    assert line in md.read_text().replace("\\", "") and line in res.output.replace("\n", "")
+    shipped = run_cli([*argv, "-f", "json"])
+    assert shipped.exit_code == exit_codes.OK and json.loads(shipped.stdout)["model"]["path"] is None
+
+
+def test_tune_refuses_a_model_file_that_is_none_before_any_compile(tmp_path: Path, run_cli: RunCli) -> None:
+    bad = tmp_path / "not-a-model.json"
+    bad.write_text("{}")
+    r = run_cli(["tune", "liger.layer_norm", "-t", "triton==9.9.9", "-i", "N=4608", "--model", str(bad)])
+    assert r.exit_code != 0 and "no 'params' object" in r.stderr and "ktriage calibrate -o FILE" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_when_scaling_and_screening_disagree_the_report_says_which_it_recommends(  # type: ignore[no-untyped-def]
     tmp_path: Path, toolchain, run_cli: RunCli
 ) -> None:

@@ -198,6 +198,38 @@ def test_spill_free_config_search_prices_waves_for_the_sm_count_given(toolchain,
     assert nearest_spill_free(spec, tc, shared_compiler).sm_count == 132  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
+def test_the_spill_free_search_is_ranked_by_the_model_given(toolchain, shared_compiler, tmp_path: Path) -> None:
+    """``explain --fixes --model FILE`` priced the fixes with the file, but the nearest spill-free config
+    search (tune.suggest -> tune.screen) ranked its candidates with the default model. Now FixFinder passes
+    its model on: the suggestion's estimate is the one the file's parameters give (a round of global loads
+    10x the shipped fit's), not the shipped fit's."""
+    import json
+
+    from ktriage.explain.fixes import FixFinder
+    from ktriage.predict.model import PARAMS_FILE, load_params
+    from ktriage.tune.suggest import nearest_spill_free
+    from tests.red_spec import red_spec
+
+    data = json.loads(PARAMS_FILE.read_text())
+    data["params"]["lambda_global"] *= 10
+    heavy_file = tmp_path / "heavy-model.json"
+    heavy_file.write_text(json.dumps(data))
+    shipped, heavy = load_params(PARAMS_FILE), load_params(heavy_file)
+    spec = red_spec("red[64x256]", divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"))  # spills at 4 warps
+    tc = toolchain("triton==3.4.0")
+    suggested = {}
+    for name, params in (("shipped", shipped), ("heavy", heavy)):
+        finder = FixFinder(shared_compiler, params=params)
+        new = finder._result(spec, tc)
+        assert not isinstance(new, str), new
+        [fix] = finder.spill_free_config(spec, new)
+        expected = nearest_spill_free(spec, tc, shared_compiler, params=params)
+        assert expected is not None and fix.change["suggestion"] == expected.to_json()
+        suggested[name] = fix.change["suggestion"]["estimate_us"]
+    assert suggested["heavy"] > suggested["shipped"] * 1.03, suggested
+
+
 # A user's online softmax at N=32768, as their spec file gives it (by values).
 ONLINE_SOFTMAX = Path(__file__).resolve().parent / "online_softmax_kernel.py"
 ONLINE_SOFTMAX_SPEC = f"""

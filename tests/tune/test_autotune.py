@@ -11,12 +11,14 @@ import json
 import os
 import subprocess
 import textwrap
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from ktriage.analyze.occupancy import compute_occupancy
-from ktriage.errors import KtriageError
+from ktriage.errors import FormatError, KtriageError
+from ktriage.predict.model import PARAMS_FILE, load_params
 from ktriage.tune.autotune import Screened, SpillAwarePrune, estimate, ktriage_prune
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,8 +83,11 @@ def test_autotuner_prunes_the_spilling_tile(toolchain, triton_spec: str) -> None
 
 @pytest.mark.slow
 def test_threshold_keep_and_ranking(toolchain) -> None:
-    """A generous threshold keeps the spilling tile; keep=2 keeps the two best by the estimate (the
-    2-warp 16x64 tile has the highest occupancy); a config that does not compile is kept, unscreened."""
+    """A generous threshold keeps the spilling tile; keep=2 keeps the two best by the rank: the three
+    spill-free tiles are estimated within 3 % of each other (the 2-warp 16x64 tile, with the highest
+    occupancy, lowest), a tie the model cannot order, so the smallest changes from the first config
+    (64x256, 4 warps) rank first, as tune ranks them: 64x64 (one knob), then 64x128 with 8 warps (two);
+    a config that does not compile is kept, unscreened."""
     data = run_in_toolchain(
         toolchain("triton==3.4.0"),
         """
@@ -99,10 +104,12 @@ def test_threshold_keep_and_ranking(toolchain) -> None:
     """,
     )
     assert len(data["loose"]) == 4
-    assert data["top2"] == [{"XBLOCK": 16, "RBLOCK": 64}, {"XBLOCK": 64, "RBLOCK": 64}]
+    assert data["top2"] == [{"XBLOCK": 64, "RBLOCK": 64}, {"XBLOCK": 64, "RBLOCK": 128}]
     rows = data["top2_report"]
     assert rows[0]["kept"] is False and rows[0]["spill_store_bytes"] > 0
-    assert rows[1]["kept"] is False and "ranked" in rows[1]["reason"]
+    assert rows[2]["kept"] is False and "ranked 3 of 3 (keep=2)" in rows[2]["reason"]
+    assert [r["tied"] for r in rows] == [False, True, True, True]
+    assert rows[2]["estimate"] == min(r["estimate"] for r in rows[1:])  # the lowest estimate, ranked by change
     assert rows[2]["occupancy"]["warps_per_sm"] > rows[3]["occupancy"]["warps_per_sm"]
     assert data["broken"] == [{"XBLOCK": 64, "RBLOCK": 64}, {"XBLOCK": 64, "RBLOCK": 3}]  # rank order
     assert data["broken_report"][0]["error"] and "not screened" in data["broken_report"][0]["reason"]
@@ -177,6 +184,56 @@ def test_rank_keeps_best_then_unscreened_fake_configs() -> None:
     ranked = SpillAwarePrune(keep=4)._rank(rows)
     assert [r.label for r in ranked if r.kept] == ["a", "b", "d", "e"]
     assert "ranked 3 of 4" in SpillAwarePrune(keep=2)._rank(rows)[4].reason
+
+
+@dataclass(frozen=True)
+class FakeConfig:
+    """A stand-in for ``triton.Config`` (ktriage's venv has no Triton): what the hook's ranking reads."""
+
+    kwargs: dict[str, int]
+    num_warps: int
+    num_stages: int = 3
+
+
+def _tied_rows() -> list[Screened]:
+    """The start config (first given: 4 warps) and two others estimated within 3 % of it, the lowest
+    estimate on the config that changes most (32 warps and XBLOCK): the Liger layer_norm case tune met."""
+    occ = compute_occupancy("sm_90", 64, 4, 0)
+    shapes = [({"XBLOCK": 8}, 4, 1.02), ({"XBLOCK": 8}, 8, 1.0), ({"XBLOCK": 16}, 32, 0.99), ({"XBLOCK": 8}, 2, 1.5)]
+    return [
+        Screened(FakeConfig(kw, w), f"x{kw['XBLOCK']}w{w}", True, "ok", registers=40, occupancy=occ, estimate=e)
+        for kw, w, e in shapes
+    ]
+
+
+def test_the_hook_ranks_ties_as_tune_does_the_first_config_first() -> None:
+    """The hook ranked by the raw estimate (32 warps first, the start config last of three) while tune
+    ranks the estimates the model cannot tell apart by the smallest change from the start config. Now the
+    hook applies tune's rule (predict.configs.ties_first_by) with the first config given as the start."""
+    ranked = SpillAwarePrune(keep=2, model=load_params(PARAMS_FILE))._rank(_tied_rows())
+    assert [r.label for r in sorted(ranked, key=lambda r: r.rank or 9)] == ["x8w4", "x8w8", "x16w32", "x8w2"]
+    assert [r.label for r in ranked if r.kept] == ["x8w4", "x8w8"]
+    assert [r.tied for r in ranked] == [True, True, True, False]
+    assert "tied with 2 others within the model's +-3.4%" in ranked[0].reason and ranked[0].to_json()["tied"]
+
+
+def test_the_hooks_ties_come_from_the_model_given(tmp_path: Path) -> None:
+    """``model=`` reaches the hook's tie rule: a model file whose interval is 0 (it tells every estimate
+    apart) ranks by estimate alone; a Params object is taken as it is; a file that is no model is refused
+    when the hook is made, not at tuning time."""
+    data = json.loads(PARAMS_FILE.read_text())
+    data["params"]["interval_a"] = 0.0
+    sharp = tmp_path / "sharp-model.json"
+    sharp.write_text(json.dumps(data))
+    for model in (sharp, str(sharp), replace(load_params(PARAMS_FILE), interval_a=0.0)):
+        hook = ktriage_prune(keep=2, model=model)["ktriage"]
+        ranked = hook._rank(_tied_rows())
+        assert [r.label for r in sorted(ranked, key=lambda r: r.rank or 9)] == ["x16w32", "x8w8", "x8w4", "x8w2"]
+        assert not any(r.tied for r in ranked)
+    bad = tmp_path / "not-a-model.json"
+    bad.write_text("{}")
+    with pytest.raises(FormatError, match="no 'params' object"):
+        ktriage_prune(model=bad)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ command: tests/cli/test_tune.py); the GPU winner is read from named fake cells (
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from ktriage.catalog import expand_op
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey
+from ktriage.predict.model import PARAMS_FILE, Params, load_params
 from ktriage.spec.model import KernelSpec
 from ktriage.tune.gpu import DEFAULT_VARIANT, TuneBundle, pick_winner, write_tune_bundle
 from ktriage.tune.screen import screen
@@ -112,6 +114,40 @@ def test_nearest_spill_free_for_layer_norm(ln_spec, toolchain, shared_compiler):
     assert "num_warps 4 -> 8 removes the spills" in sug.sentence
     # A config that does not spill needs no fix.
     assert nearest_spill_free(sug.spec, tc, shared_compiler, space=config_space(sug.spec, stages=[3])) is None
+
+
+# red at 64x256 spills at 4 warps; with RBLOCK held, three spill-free configs are estimated within 1 %
+# (XBLOCK=32, 8 warps at XBLOCK=64, both): a tie under the shipped model's +-3.4 %
+RED_SPILLING = _red_spec("red[64x256]", divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"))
+
+
+def _model(**changes: float) -> Params:
+    """The shipped fit with ``changes``: another calibration's parameters, as a model file would give them."""
+    return replace(load_params(PARAMS_FILE), **changes)
+
+
+@pytest.mark.slow
+def test_the_screening_prices_and_ties_with_the_model_given(toolchain, shared_compiler):
+    """``screen(params=...)``: the estimates and the tie tolerance are the given model's. The screening
+    priced with the default model whatever model explain's fix search or tune was given: a model whose
+    interval is 0 tells the three configs apart (none tied, ranked by estimate), one that weighs a round of
+    global loads 10x prices every config higher, and the report states the tolerance of the model used."""
+    from ktriage.report.tune import to_json
+
+    tc = toolchain("triton==3.4.0")
+    space = config_space(RED_SPILLING, warps=[4, 8], blocks={"XBLOCK": [32, 64], "RBLOCK": [256]}, stages=[3])
+
+    def run(params: Params) -> Any:
+        return screen(space, tc, shared_compiler, top_k=3, staged=False, params=params)
+
+    shipped, sharp, heavy = run(_model()), run(_model(interval_a=0.0)), run(_model(lambda_global=2285.0))
+    assert [c.tied for c in shipped.kept] == [True] * 3 and "within the model's +-3.4%" in shipped.kept[0].reason
+    assert not any(c.tied for c in sharp.kept) and "tied" not in sharp.kept[0].reason
+    estimates = [c.estimate.estimate_us for c in sharp.kept]  # type: ignore[union-attr]
+    assert estimates == sorted(estimates)
+    assert to_json(shipped)["tie_tolerance"] == pytest.approx(0.0339, abs=1e-4) and to_json(sharp)["tie_tolerance"] == 0
+    by_config = {c.config: c.estimate.estimate_us for c in shipped.kept}  # type: ignore[union-attr]
+    assert all(c.estimate.estimate_us > 1.04 * by_config[c.config] for c in heavy.kept)  # type: ignore[union-attr]
 
 
 @pytest.mark.slow
