@@ -41,7 +41,7 @@ from ktriage.explain.engine import (
 from ktriage.explain.findings import Finding, group_findings
 from ktriage.explain.labels import kernel_name
 from ktriage.home import home_subdir
-from ktriage.predict.model import Params, Prediction, predict
+from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import spec_sm_count
@@ -317,15 +317,17 @@ class FixFinder:
         usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
         sm_count: int | None = None,
         params: Params | None = None,
+        threshold: float = DEFAULT_THRESHOLD,
     ) -> None:
-        """``sm_count``: explain's ``--sm-count``, the SMs the spill-free config search prices waves
+        """``threshold``: the gate the findings were judged at (explain's ``--threshold``, triage's gate), so
+        that a fix's predictions say their kind at the report's one gate. ``sm_count``: explain's ``--sm-count``, the SMs the spill-free config search prices waves
         for (None: the spec's own ``meta.sm_count``, else the target's usual part). ``params``: the cost
         model that priced the findings (``--model``), so that a fix is priced, and recommended or not, by
         the same model, and the spill-free config search ranks its candidates with it (its estimates and
         its tie tolerance) (None: $KTRIAGE_MODEL, else the shipped fit)."""
         self.compiler = compiler
         self.sm_count = sm_count
-        self.explainer = Explainer(compiler, params=params)
+        self.explainer = Explainer(compiler, params=params, threshold=threshold)
         self.neighbours = list(neighbours)
         self.usage_levels = tuple(usage_levels)
 
@@ -421,8 +423,9 @@ class FixFinder:
         fixed = self._fixed_kernel(fix, spec, new)
         if fixed is None:
             return fix
-        gain = predict(new.facts(), fixed.facts(), self.explainer.params)
-        vs_ref = predict(ref.facts(), fixed.facts(), self.explainer.params)
+        at = self.explainer.threshold
+        gain = predict(new.facts(), fixed.facts(), self.explainer.params, threshold=at)
+        vs_ref = predict(ref.facts(), fixed.facts(), self.explainer.params, threshold=at)
         prediction = fix_prediction(gain, vs_ref, new, ref)
         return replace(fix, effect=f"{fix.effect}; {prediction.text}", prediction=prediction)
 
@@ -722,6 +725,7 @@ def suggest_fixes(
     usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
     sm_count: int | None = None,
     params: Params | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
     :func:`rank_fixes`: by the cost model's predicted gain (largest first); fixes it cannot price
@@ -733,7 +737,14 @@ def suggest_fixes(
     neutral, or registers up on one predicted 14 % faster, would otherwise get maxnreg and ptxas-option
     "fixes" (each compiled, minutes on a workload) for a change the report says needs none."""
     regressing = [f for g in group_findings(list(findings)) if g.kind == "regression" for f in g.findings]
-    finder = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels, sm_count=sm_count, params=params)
+    finder = FixFinder(
+        compiler,
+        neighbours=neighbours,
+        usage_levels=usage_levels,
+        sm_count=sm_count,
+        params=params,
+        threshold=threshold,
+    )
     return rank_fixes(finder.for_findings(result, regressing))
 
 

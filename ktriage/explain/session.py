@@ -90,7 +90,15 @@ def explain_specs(
         findings = collect_findings(result)
         started = time.perf_counter()
         fix_list = (
-            suggest_fixes(result, findings, compiler, neighbours=fix_neighbours, sm_count=sm_count, params=params)
+            suggest_fixes(
+                result,
+                findings,
+                compiler,
+                neighbours=fix_neighbours,
+                sm_count=sm_count,
+                params=params,
+                threshold=threshold,
+            )
             if fixes
             else None
         )

@@ -320,3 +320,15 @@ def test_fixes_are_priced_by_the_model_given(toolchain, tmp_path: Path) -> None:
         widths.append([f.prediction.vs_current.high - f.prediction.vs_current.low for f in fixes if f.prediction])
     assert widths[0] and len(widths[0]) == len(widths[1]), widths
     assert all(w > s for s, w in zip(widths[0], widths[1], strict=True)), widths
+
+
+def test_fixes_are_judged_at_the_gate_given(toolchain) -> None:
+    """explain --threshold 0.025 judged the findings at +-2.5 %, but the fixes' predictions at the default 5 %:
+    their JSON said ``threshold: 0.05``, a second gate in one report."""
+    from ktriage.explain.session import explain_specs
+
+    tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
+    fixes = explain_specs([ATOMIC_SPEC], tcs, fixes=True, threshold=0.025).fixes or []
+    priced = [f.prediction for f in fixes if f.prediction]
+    assert priced, fixes
+    assert {p.vs_current.threshold for p in priced} == {0.025} and {p.vs_reference.threshold for p in priced} == {0.025}
