@@ -20,7 +20,7 @@ from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, worded
 from ktriage.predict.configs import (
     Estimate,
     change_from_default,
@@ -233,8 +233,12 @@ def screen(
         result.notes.append(fixed)
     if not result.kept:
         result.notes.append(
-            f"no config stays within {max_spill_bytes} spill store bytes: raise "
-            f"{option('max_spill_bytes', '--max-spill-bytes')} or widen the space"
+            worded(
+                lambda o: (
+                    f"no config stays within {max_spill_bytes} spill store bytes: raise "
+                    f"{o('max_spill_bytes', '--max-spill-bytes')} or widen the space"
+                )
+            )
         )
     return result
 
@@ -284,12 +288,14 @@ def fixed_trips_note(cands: Sequence[ScreenedConfig]) -> str | None:
         )
         if gone
     ]
-    return (
-        f"the estimates assume a fixed main-loop trip count ({spec.name} names {' and '.join(missing) or 'no data size'}), "
-        f"so they cannot rank {', '.join(names)} where it changes the loop's step: a smaller block looks like less "
-        "data, not more iterations. Give every tensor argument its shape "
-        '(x_ptr = { dtype = "fp16", shape = [4096, 8192] }, docs/specs.md) and the launch its grid, '
-        f"or time the configs on a GPU (drop {option('compile_only', '--compile-only', True)})"
+    return worded(
+        lambda o: (
+            f"the estimates assume a fixed main-loop trip count ({spec.name} names "
+            f"{' and '.join(missing) or 'no data size'}), so they cannot rank {', '.join(names)} where it changes the "
+            "loop's step: a smaller block looks like less data, not more iterations. Give every tensor argument its shape "
+            '(x_ptr = { dtype = "fp16", shape = [4096, 8192] }, docs/specs.md) and the launch its grid, '
+            f"or time the configs on a GPU (drop {o('compile_only', '--compile-only', True)})"
+        )
     )
 
 

@@ -84,6 +84,7 @@ def test_without_shapes_the_report_says_it_cannot_rank_the_step(tmp_path, toolch
     assert all(c.estimate.fixed_trips for c in result.candidates if c.estimate)
     (note,) = [n for n in result.notes if "fixed main-loop trip count" in n]
     assert "names no tensor shapes" in note and "cannot rank BLOCK" in note and "shape = [" in note, note
+    assert note.endswith("(drop compile_only=True (--compile-only))"), note
 
 
 @pytest.mark.parametrize("shapes", [True, False])
@@ -176,3 +177,5 @@ BLOCK = [1024, 4096]
     written = md.read_text()
     assert res.exit_code == exit_codes.OK and "- note (N=" not in written, written  # each input's own table has it
     assert written.count("- note: the estimates assume a fixed main-loop trip count") == 2, written
+    # the command line's user reads the flag, a kt.tune caller (report.notes, the JSON) the keyword too
+    assert "(drop --compile-only)" in written and "compile_only=True" not in written, written
