@@ -84,7 +84,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -480,6 +480,25 @@ class _Scalar:
         return a if cond else b
 
 
+def _soft_max(terms: Sequence[Any], q: float, xp: Any) -> Any:
+    """``(sum of the terms' q-th powers)^(1/q)``: the launch's cycles from its overlapping bounds. Where that
+    overflows (a large exponent: the fit may reach 80, a hand-edited file more, and a launch's cycles to such a
+    power exceed a float; Python raised OverflowError, numpy gave inf), the same value relative to the largest
+    term. Only there: elsewhere the direct form is kept, so the committed fit reproduces to the bit."""
+    try:
+        direct = sum(t**q for t in terms) ** (1.0 / q)
+    except OverflowError:  # plain floats (explain, tune); numpy's arrays give inf instead
+        direct = math.inf
+    if xp is _Scalar and math.isfinite(direct):
+        return direct
+    largest = terms[0]
+    for t in terms[1:]:
+        largest = xp.maximum(largest, t)
+    scale = xp.maximum(largest, 1e-30)
+    relative = scale * sum((t / scale) ** q for t in terms) ** (1.0 / q)
+    return relative if xp is _Scalar else xp.where(xp.isfinite(direct), direct, relative)
+
+
 def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     """The model of the module docstring over columns ``c`` (floats, or numpy arrays with ``xp=numpy``):
     ``rest_<cat>``, ``loop_<cat>``, ``width_<cat>``, ``stack``, ``shared``, ``ctas``, ``num_warps``,
@@ -563,8 +582,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     excess_sts = xp.maximum(c["conflict_sts"] - 1.0, 0.0) * xp.maximum(c["width_sts"] / 4.0, 1.0)
     excess_waves = n["lds"] * excess_lds + n["sts"] * excess_sts
     shared_sm = all_warps * excess_waves
-    q = params.softmax_p
-    total = (issue_sm**q + latency_sm**q + bandwidth**q + serial**q + shared_sm**q) ** (1.0 / q)
+    total = _soft_max((issue_sm, latency_sm, bandwidth, serial, shared_sm), params.softmax_p, xp)
     return {
         "total": total,
         "issue": issue_sm,

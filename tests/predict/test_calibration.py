@@ -355,6 +355,19 @@ def test_a_model_file_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
         load_params(bad)
 
 
+def test_a_large_soft_maximum_exponent_is_the_largest_term_not_an_overflow() -> None:
+    """softmax_p 342 (a hand-edited file; the fit itself may reach 80) raised OverflowError in the soft maximum,
+    a launch's cycles to the 342nd power: computed relative to its largest term, it is that term."""
+    from ktriage.predict.model import breakdown, load_params, profile
+
+    cell = _committed()[0]
+    steep = load_params().with_free({"softmax_p": 342.0})
+    assert math.isfinite(predict(cell.ref, cell.new, steep).ratio)
+    parts = breakdown(profile(cell.ref), steep)
+    largest = max(parts[k] for k in ("issue", "latency", "bandwidth", "serial", "shared"))
+    assert math.isfinite(parts["total"]) and math.isclose(parts["total"], largest, rel_tol=0.02)
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
