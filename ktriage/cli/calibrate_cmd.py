@@ -12,7 +12,7 @@ the GPU's verdicts (:func:`ktriage.api.score_model`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -107,24 +107,23 @@ def calibrate(
     (docs/model.md). --score-only fits nothing: the model you run (--model, else the shipped fit) next to
     the GPU on every cell, and where they disagree. Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
     not what it should be)."""
+    console = make_console(stderr=True)
+    # the cells, read alike by a fit and by --score-only (say: a path or kernel name may hold [brackets])
+    cells: dict[str, Any] = {
+        "from_cells": from_cells or (),
+        "results": results or (),
+        "runs": run or (),
+        "explain": explain or (),
+        "operators": operator or (),
+        "backends": backend or (),
+        "db": db,
+        "cells_out": cells_out,
+        "threshold": threshold,
+        "say": lambda m: console.print(escape(m), highlight=False),
+    }
     if score_only:
         _refuse_fit_options(output=output, no_cv=no_cv, level=level)
-        console = make_console(stderr=True)
-        scored = score_model(
-            from_cells=from_cells or (),
-            results=results or (),
-            runs=run or (),
-            explain=explain or (),
-            operators=operator or (),
-            backends=backend or (),
-            db=db,
-            cells_out=cells_out,
-            scores_out=scores_out,
-            model=model,
-            threshold=threshold,
-            say=lambda m: console.print(escape(m), highlight=False),
-        )
-        typer.echo(scored.summary_text(), nl=False)
+        typer.echo(score_model(**cells, scores_out=scores_out, model=model).summary_text(), nl=False)
         return
     if model is not None:
         raise KtriageError(
@@ -139,21 +138,7 @@ def calibrate(
     if output is not None:  # before the fit: -o over the results or the report replaced a GPU run with the model
         check_writable(output, "-o", example="model.json")
         check_replaceable(output, "-o", b'"params"', "a ktriage model file")
-    console = make_console(stderr=True)
-    report = calibrate_api(
-        from_cells=from_cells or (),
-        results=results or (),
-        runs=run or (),
-        explain=explain or (),
-        operators=operator or (),
-        backends=backend or (),
-        db=db,
-        cells_out=cells_out,
-        threshold=threshold,
-        level=level,
-        cross_validate=not no_cv,
-        say=lambda m: console.print(escape(m), highlight=False),  # a path or kernel name may hold [brackets]
-    )
+    report = calibrate_api(**cells, level=level, cross_validate=not no_cv)
     typer.echo(report.summary_text(), nl=False)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
