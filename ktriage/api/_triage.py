@@ -90,6 +90,7 @@ def triage(
     workloads: Sequence[str | Path] = (),
     allow_precision_mismatch: bool = False,
     model: str | Path | None = None,
+    sm_count: int | None = None,
     say: Callable[[str], None] | None = None,
 ) -> TriageReport:
     """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, run ids of the store
@@ -103,7 +104,10 @@ def triage(
     ``allow_precision_mismatch``: triage runs of two dtypes (bf16 against fp16) on purpose, refused
     otherwise; the report's notes then say that cells of different dtypes are compared. ``model``: the cost
     model's file (``ktriage calibrate -o FILE``) that prices the compile-side predictions and the fixes
-    (None: $KTRIAGE_MODEL, else the shipped fit); the report names it.
+    (None: $KTRIAGE_MODEL, else the shipped fit); the report names it. ``sm_count``: the SMs of the GPU
+    the flagged cells are priced for (waves; a MIG slice, an H100 PCIe's 114) and the GPU re-run's
+    bundle is built for (None: the GPU the results were recorded on, when a results file says it, else
+    the target's usual part); the report says which count and why.
 
     Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
     from ktriage.triage import triage as run_triage
@@ -119,6 +123,7 @@ def triage(
     new_toolchain = args.optional_text(new_toolchain, "new_toolchain", "--new-toolchain", example="triton==3.6.0")
     op, mode = args.optional_text(op, "op", "--op", example="layer_norm"), args.optional_text(mode, "mode", "--mode")
     threshold, limit = args.THRESHOLD(threshold), args.TRIAGE_LIMIT.optional(limit)
+    sm_count = args.SM_COUNT.optional(sm_count)  # explain's and bench's check, so the same message
     # a lone str is one file (workloads="W.json" was read as the files 'W', '.', 'j'...)
     measured, workloads = (
         args.paths(measured, "measured", "--measured"),
@@ -175,6 +180,7 @@ def triage(
         db=db,
         workloads=[str(w) for w in workloads],
         model=model,
+        sm_count=sm_count,
     )
     # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
     sides = [_loaded(ref, db, op, mode) for ref in (old, new)]

@@ -68,6 +68,7 @@ def triage_run(
     max_time: float | None = None,
     db: str | None = None,
     model: str | Path | None = None,
+    sm_count: int | None = None,
     say: Callable[[str], None] | None = None,
 ) -> TriageRunReport:
     """Run ``command`` (a shell command line) under the recorder, then triage what it launched between
@@ -75,7 +76,8 @@ def triage_run(
     results and report.md/report.json go (default: ``ktriage-run-<time>`` here). ``threshold``: the
     gate as a fraction (0.10: cells that moved less than 10 % are not flagged); ``max_time``: the
     bench's seconds of sampling per input (None: 5); ``model``: the cost model's file that prices the
-    predictions (``--model``; None: $KTRIAGE_MODEL, else the shipped fit). Raises KtriageError (before anything runs) for
+    predictions (``--model``; None: $KTRIAGE_MODEL, else the shipped fit); ``sm_count``: the SMs the
+    predictions are priced for (None: this GPU's, as recorded). Raises KtriageError (before anything runs) for
     bad input or a host without a GPU; a step that fails later ends the run with a report that says
     which step and why."""
     from ktriage.api import _args as args
@@ -94,6 +96,7 @@ def triage_run(
     jobs, max_time = args.JOBS.optional(jobs), args.MAX_TIME.optional(max_time)
     db = args.db(db)
     model = args.model(model)  # a file that is no model is refused before the program runs
+    sm_count = args.SM_COUNT.optional(sm_count)  # explain's check: the same message
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(
@@ -117,6 +120,7 @@ def triage_run(
         max_time_s=ProgramOptions.max_time_s if max_time is None else max_time,
         db=db,
         model=model,
+        sm_count=sm_count,
     )
     files = (folder / REPORTS[0], folder / REPORTS[1])
 

@@ -54,6 +54,7 @@ def triage(
     workload: o.Workload = None,
     allow_precision_mismatch: AllowPrecisionMismatch = False,
     model: Model = None,
+    sm_count: o.SmCount = None,
 ) -> None:
     """Triage a regression report: rank every cell past the gate, explain each flagged kernel
     compile-side with both toolchains, note a moved baseline, bisect compile-only, propose fixes,
@@ -84,6 +85,7 @@ def triage(
             max_time=max_time,
             db=db,
             model=model,
+            sm_count=sm_count,
             fmt=fmt,
             output=output or [],
             allow_failures=allow_failures,

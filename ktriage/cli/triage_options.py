@@ -98,6 +98,13 @@ MaxTime = Annotated[
         show_default=False,
     ),
 ]
+SmCount = Annotated[
+    int | None,
+    typer.Option(
+        "--sm-count",
+        help="SMs to price the flagged cells for and to build the GPU re-run's bundle for (default: the GPU a results file was recorded on, else the arch's usual GPU; with --run, this GPU's).",
+    ),
+]
 Run = Annotated[
     str | None,
     typer.Option(
@@ -161,6 +168,7 @@ class TriageArgs(TypedDict):
     workloads: list[Path]
     allow_precision_mismatch: bool
     model: Path | None
+    sm_count: int | None
 
 
 def triage_args(params: Mapping[str, Any]) -> TriageArgs:
@@ -190,4 +198,5 @@ def triage_args(params: Mapping[str, Any]) -> TriageArgs:
         workloads=list(p["workload"] or ()),
         allow_precision_mismatch=p["allow_precision_mismatch"],
         model=p["model"],
+        sm_count=p["sm_count"],
     )

@@ -33,6 +33,7 @@ def triage_run(
     max_time: float | None,
     db: str | None,
     model: Path | None,
+    sm_count: int | None,
     fmt: Format,
     output: list[Path],
     allow_failures: bool,
@@ -45,7 +46,7 @@ def triage_run(
         given,
         "--run: it records the program and benches what it launched",
         "drop them; --run takes --old-toolchain, --new-toolchain, --workdir, --threshold, --no-bisect, "
-        "--no-fixes, --max-time, --jobs, --db, --model, -o",
+        "--no-fixes, --max-time, --jobs, --db, --model, --sm-count, -o",
     )
     if any(p.suffix.lower() == ".html" for p in output):
         raise KtriageError("--run writes markdown and JSON reports, not HTML", "give -o report.md or -o report.json")
@@ -63,6 +64,7 @@ def triage_run(
             max_time=max_time,
             db=db,
             model=model,
+            sm_count=sm_count,
             say=lambda m: console.print(f"[dim]{escape(m)}[/]"),
         )
     writers = {".md": report.to_markdown, ".json": lambda: report.json_text() + "\n"}

@@ -86,9 +86,15 @@ def setup_line(report: TriageReport, code: Callable[[str], str] = str, text: Cal
     """``Toolchains: triton==3.3.1 -> triton==3.4.0; gate ±10%; target sm_90.``: what the verdicts were
     judged with, said under the headline in the terminal and the markdown (``code``/``text`` mark the
     toolchains and the target up for the format). The target too: the compile-side causes, culprits
-    and fixes are that GPU's (--arch)."""
+    and fixes are that GPU's (--arch); and the SMs its predictions were priced for, and why that count
+    (``--sm-count``, the results' GPU or the target's usual part: ``ktriage.triage.pricing``), as
+    explain's ``Compiled for: sm_90; priced for 114 SMs`` says it."""
     old, new = code(report.old_toolchain or "unknown"), code(report.new_toolchain or "unknown")
-    return f"Toolchains: {old} -> {new}; gate ±{gate_percent(report.options.threshold)}; target {text(report.options.arch)}."
+    pricing = f"; {text(report.pricing.text)}" if report.pricing is not None and report.pricing.text else ""
+    return (
+        f"Toolchains: {old} -> {new}; gate ±{gate_percent(report.options.threshold)}; "
+        f"target {text(report.options.arch)}{pricing}."
+    )
 
 
 def _is_measured(report: TriageReport) -> bool:

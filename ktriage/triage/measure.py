@@ -154,7 +154,7 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     from ktriage.home import home_subdir
 
     out = Path(options.bundle) if options.bundle else home_subdir("bundles") / f"tri-{plan.token}"
-    if options.measure and reusable(plan, out):  # built on the CPU machine: the GPU host needs no toolchain
+    if options.measure and reusable(plan, out, bundle_sm_count(report, options)):  # built on the CPU machine
         say(f"reusing the bundle in {out} (token {plan.token}): no compile")
     else:
         write_bundle(report, plan, out, options, say)
@@ -185,10 +185,18 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
 
 
 # ----------------------------------------------------------------------------------- the bundle (CPU)
-def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
-    """Does ``out_dir`` already hold this plan's bundles (same token, every planned input)? Then
-    ``--measure`` benches them as they are: a bundle built on the CPU machine, measured on a GPU host
-    without the toolchains."""
+def bundle_sm_count(report: TriageReport, options: TriageOptions) -> int | None:
+    """The SMs the catalog bundles are built for (a Liger layer_norm backward's grid and partial
+    buffers are the SM count): the count the cells were priced for (``sm_count``, else the results'
+    GPU; ``ktriage.triage.pricing``), None for the target's usual part."""
+    return report.pricing.override if report.pricing is not None else options.sm_count
+
+
+def reusable(plan: MeasurePlan, out_dir: Path, sm_count: int | None = None) -> bool:
+    """Does ``out_dir`` already hold this plan's bundles (same token, every planned input, built for
+    ``sm_count`` SMs; None: the target's usual part)? Then ``--measure`` benches them as they are: a
+    bundle built on the CPU machine, measured on a GPU host without the toolchains."""
+    from ktriage.spec.sms import priced_sm_count
     from ktriage.workload.bundles.format import load_bundle
 
     try:
@@ -196,8 +204,10 @@ def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
         if not isinstance(doc, dict) or doc.get("token") != plan.token:
             return False
         for g in plan.groups:
-            have = {c.id for c in load_bundle(Path(out_dir) / g.dirname).input_cases()}
-            if not set(g.input_ids) <= have:
+            built = load_bundle(Path(out_dir) / g.dirname)
+            if built.sm_count != (sm_count or priced_sm_count(built.target, {})):  # another GPU's grids
+                return False
+            if not set(g.input_ids) <= {c.id for c in built.input_cases()}:
                 return False
         from ktriage.workload.recorded.bundle import load_recorded_bundle
 
@@ -240,6 +250,7 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
                 toolchains,
                 path,
                 target=options.arch,
+                sm_count=bundle_sm_count(report, options),
                 compiler=compiler,
                 precision=g.precision,
                 backends=g.backends,

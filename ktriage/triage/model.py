@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ktriage.measure.cells import Cell
     from ktriage.predict.model import Prediction
     from ktriage.predict.model_used import ModelUsed
+    from ktriage.triage.pricing import Pricing
 
 # The verdict of one flagged cell, in report order (see docs/triage.md):
 #   regression        slower, and the compiler changed the kernel for the worse (cause, culprit, fix)
@@ -85,7 +86,9 @@ class TriageOptions:
     (a ktriage results file's single toolchain, or the ``env`` of a TritonBench JSON ktriage wrote).
     ``threshold``: the gate as a fraction (0.10 = 10%). ``op``/``mode``: for a TritonBench CSV whose
     name does not say them. ``bisect``/``fixes``: the compile-only bisect and ``explain --fixes``.
-    ``model``: the cost model's file that prices the predictions (``--model``)."""
+    ``model``: the cost model's file that prices the predictions (``--model``). ``sm_count``: the SMs
+    the flagged cells are priced and bundled for (``--sm-count``; None: the GPU the results were
+    recorded on, else the target's usual part: ``ktriage.triage.pricing``)."""
 
     old_toolchain: str | None = None
     new_toolchain: str | None = None
@@ -113,6 +116,7 @@ class TriageOptions:
     workloads: list[str] = field(default_factory=list)
     # the cost model's parameters (``--model FILE``); None: $KTRIAGE_MODEL, else the fit shipped with ktriage
     model: str | None = None
+    sm_count: int | None = None
 
     def to_json(self) -> JSONObject:
         return dict(self.__dict__)
@@ -476,6 +480,8 @@ class TriageReport:
     # the cost model that priced the compile-side predictions ($KTRIAGE_MODEL or the shipped fit), which
     # every form names with its intervals' coverage (None: a report built without saying)
     model: ModelUsed | None = None
+    # the SMs the cells were priced (and bundled) for, and why that count (None: a report built without saying)
+    pricing: Pricing | None = None
 
     def of(self, verdict: CellVerdict) -> list[CellTriage]:
         return [c for c in self.cells if c.verdict == verdict]
@@ -545,4 +551,6 @@ class TriageReport:
             "sweep": [r.to_json() for r in self.sweep],
             "measured": self.measured.to_json() if self.measured is not None else None,
             "model": self.model.to_json() if self.model is not None else None,
+            "sm_count": self.pricing.sm_count if self.pricing is not None else None,
+            "pricing": self.pricing.to_json() if self.pricing is not None else None,
         }

@@ -37,6 +37,8 @@ from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
 from ktriage.predict.model_used import model_used
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.sms import price_for
 from ktriage.stats.gate import check_gate, gate_percent
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
@@ -48,6 +50,8 @@ from ktriage.triage.model import (
     TriageReport,
     attach_counters,
 )
+from ktriage.triage.pricing import Pricing
+from ktriage.triage.pricing import choose as choose_pricing
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 from ktriage.wording import plural
 
@@ -178,8 +182,11 @@ def _is_worse(finding: Any) -> bool:
 
 
 class _Triage:
-    def __init__(self, options: TriageOptions, say: Say) -> None:
+    def __init__(self, options: TriageOptions, say: Say, pricing: Pricing | None = None) -> None:
         self.options, self.say = options, say
+        # the SMs the catalog cells are priced for (None: the target's usual part), and the kernels priced
+        self.sm_count = pricing.override if pricing is not None else options.sm_count
+        self.priced: list[KernelSpec] = []
         self.failures: list[str] = []
         self.notes: list[str] = []
         self.workloads: dict[str, Loaded] = {}
@@ -215,7 +222,13 @@ class _Triage:
             self.say(f"explain {catalog} {mode} inputs {ids}: {old} vs {new}")
             what = f"explain {catalog} {mode}"
             try:
-                specs = resolve_specs(catalog, mode=mode, inputs=[str(i) for i in ids], target_arch=self.options.arch)
+                specs = resolve_specs(
+                    catalog,
+                    mode=mode,
+                    inputs=[str(i) for i in ids],
+                    target_arch=self.options.arch,
+                    sm_count=self.sm_count,
+                )
             except KtriageError as exc:
                 self.failures.append(f"{what}: {exc.problem}")
                 continue
@@ -228,7 +241,13 @@ class _Triage:
             # the recorded kernels of these cells (recorded_match), compiled by the same engine as catalog kernels
             specs_by_key = {k.spec_key: k.spec_name for c in group for k in (c.recorded.kernels if c.recorded else [])}
             loaded = self.workloads[path]
-            specs = [i.spec for k in loaded.workload.kernels for i in k.inputs if i.spec.key() in specs_by_key]
+            # priced for the recording GPU's SMs (its spec's meta) unless sm_count (--sm-count) asks for another
+            specs = [
+                price_for(i.spec, self.options.sm_count)
+                for k in loaded.workload.kernels
+                for i in k.inputs
+                if i.spec.key() in specs_by_key
+            ]
             self.say(
                 f"explain recorded {loaded.name}: {plural(len(specs), 'kernel input')} of {plural(len(group), 'cell')}: {old} vs {new}"
             )
@@ -244,6 +263,7 @@ class _Triage:
         the fixes (``explain --fixes``) when asked; None (a failure noted) when it could not run."""
         from ktriage.explain.session import explain_specs
 
+        self.priced += [s for s in specs if isinstance(s, KernelSpec)]
         try:
             # the predictions at triage's own gate: a report has one gate, and "beyond the gate" says the same
             # of a prediction as of a measurement (explain's default, 5 %, under a 10 % gate called +7 % a cause)
@@ -254,6 +274,7 @@ class _Triage:
                 fixes=self.options.fixes,
                 threshold=self.options.threshold,
                 model=self.options.model,
+                sm_count=self.options.sm_count,  # the fixes' spill-free search (the specs carry the rest)
             )
         except KtriageError as exc:
             self.failures.append(f"{what}: {exc.problem}")
@@ -777,17 +798,19 @@ def triage(
     _check(options)
     workloads = load_workloads(options.workloads)  # a bad --workload file is refused before any compile
     sides = _load_sides(old, new, options)
+    pricing = choose_pricing(options.sm_count, options.arch, sides.old_run, sides.new_run)
     comparison = _compare(sides, options)
     singles = _single_values(sides)
     baselines = comparison.baseline.per_op
     flagged = _flag(comparison, sides, singles, options, bool(workloads))
     attach_counters(flagged, sides.old_cells, sides.new_cells)  # Nsight Compute counters, where the results carry them
-    work = _Triage(options, speak)
+    work = _Triage(options, speak, pricing)
     work.timings["compare"] = time.perf_counter() - started
     work.workloads = {w.path: w for w in workloads}
     if workloads:
         _match_recorded(flagged, sides.old_cells + sides.new_cells, workloads, options, baselines)
     _explain_and_bisect(work, flagged, sides)
+    pricing.explained(work.priced, options.arch)
     _decide(flagged, baselines)
     report = TriageReport(
         sides.old_label,
@@ -805,6 +828,7 @@ def triage(
         model=model_used(
             options.model
         ),  # the one explain_specs priced the cells with (--model, $KTRIAGE_MODEL, shipped)
+        pricing=pricing,
     )
     _gpu_needed(report, singles, sides)
     from ktriage.triage import measure as gpu

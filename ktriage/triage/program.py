@@ -161,6 +161,7 @@ class ProgramOptions:
     max_time_s: float = TriageOptions.max_time_s  # one default for the GPU re-run's sampling, --run or not
     db: str | None = None
     model: str | None = None  # the cost model's file (--model); None: $KTRIAGE_MODEL, else the shipped fit
+    sm_count: int | None = None  # the SMs the predictions are priced for (--sm-count); None: the recording GPU's
 
 
 @dataclass
@@ -554,12 +555,14 @@ def _explain_all(
     from ktriage.compile.compiler import Compiler
     from ktriage.explain.engine import Explainer
     from ktriage.predict.model import load_params
+    from ktriage.spec.sms import price_for
 
     keys = list(dict.fromkeys(e.spec_key for e in recorded.entries))
     with clock.step(
         "explain", f"{plural(len(keys), 'kernel input')} compile-side with both toolchains, the cost model per cell"
     ) as step:
-        specs = [recorded.bundle.specs[k] for k in keys]
+        # priced for the recording GPU (its SMs in the specs' meta), or for sm_count's (--sm-count)
+        specs = [price_for(recorded.bundle.specs[k], options.sm_count) for k in keys]
         with Compiler(jobs=options.jobs) as compiler:
             # each row's prediction at the run's gate, the one its measured verdicts and its triage use
             result = Explainer(compiler, params=load_params(options.model), threshold=options.threshold).run(
@@ -649,6 +652,7 @@ def _triage(
         db=None,
         workloads=[str(Path(report.workdir) / report.workload)],
         model=options.model,  # the triage's predictions priced as the run's rows were
+        sm_count=options.sm_count,
     )
     timings: dict[str, float] = {}
     started = time.perf_counter()
