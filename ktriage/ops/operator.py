@@ -71,9 +71,11 @@ class Kernels:
 
     ``versions``: the library releases with a recipe, the default first (catalog name without
     ``@``); ``(None,)`` for this project's own kernels. ``latest``: the release ``@latest`` means.
-    ``inputs``: a sweep of its own (None: the operator's). ``backend``/``replay``: the bench backend
-    these kernels are (``liger_layer_norm``) and its replay class (``module:Class``), written for
-    release ``versions[0]``. ``knobs``: the block sizes tune may turn, for kernels whose source
+    ``inputs``: a sweep of its own (None: the operator's). ``backend``: TritonBench's name of the
+    backend these kernels are (``liger_layer_norm``, ``liger_rms``): what lets triage explain that
+    backend's cells from them. ``replay``: the class (``module:Class``) that launches them from a
+    toolchain's artifacts in a bench, written for release ``versions[0]``; None: no bench can time
+    them (triage explains such a backend compile-side, its GPU step needs a recording). ``knobs``: the block sizes tune may turn, for kernels whose source
     function is in ``kernels`` and whose source contains ``source_hint``.
     """
 
@@ -108,8 +110,10 @@ class Kernels:
 class Operator:
     """One operator: TritonBench's name and facts, and the kernels that implement it (module doc).
 
-    The bench fields (``x_label`` .. ``module``) are empty for operators that only the catalog has
-    (rms_norm, the tutorial kernels): ``ktriage bench`` runs operators with ``backends``.
+    TritonBench's facts (``x_label``, ``x_keys``, ``baseline``) let its results files be read by input
+    and baseline; they are set wherever TritonBench has the op, benched here or not (rms_norm). The
+    bench fields (``backends``, ``module``) are empty for operators that only the catalog has (rms_norm,
+    the tutorial kernels): ``ktriage bench`` runs operators with ``backends``.
     """
 
     name: str  # TritonBench's --op name
@@ -117,7 +121,7 @@ class Operator:
     kernels: tuple[Kernels, ...] = ()
     x_label: str = ""  # TritonBench's register_x_val label
     x_keys: tuple[str, ...] = ()  # facts that make the x_val, in order
-    baseline: str = ""  # TritonBench's registered baseline backend ("" for catalog-only operators)
+    baseline: str = ""  # TritonBench's registered baseline backend ("" where TritonBench has no such op)
     backends: tuple[str, ...] = ()  # native backends, TritonBench's names, baseline first
     module: str | None = None  # the workload module with the native backends (imports torch when run)
     modes: tuple[str, ...] = MODES
@@ -139,8 +143,10 @@ class Operator:
 
     @property
     def catalog_ops(self) -> dict[str, str]:
-        """artifact backend -> catalog op of its kernels."""
-        return {k.backend: k.name for k in self.kernels if k.backend and k.replay}
+        """TritonBench backend -> the catalog op of the kernels it stands for, replay or not: what
+        triage compiles to explain a cell of that backend. Naming the kernels is all an explanation
+        needs; timing them needs a replay (:attr:`artifact_backends`)."""
+        return {k.backend: k.name for k in self.kernels if k.backend}
 
     def x_val(self, case: InputCase) -> tuple[int, ...]:
         """TritonBench's x_val for this input (layer_norm (M, N), embedding (B, T, D, V), rope (H, T))."""

@@ -96,11 +96,11 @@ def bench_operators() -> list[Operator]:
 
 
 # TritonBench's registered baselines (``@register_benchmark(baseline=True)`` in
-# tritonbench/operators/<op>/operator.py, snapshot db2155c) of operators that ktriage does not bench
-# natively: their results files come from TritonBench itself (or from a recorded workload), and
-# compare and triage still need to know which backend is the machine's yardstick.
+# tritonbench/operators/<op>/operator.py, snapshot db2155c) of operators that have no ``Operator``
+# here: their results files come from TritonBench itself (or from a recorded workload), and compare
+# and triage still need to know which backend is the machine's yardstick. An op with an ``Operator``
+# (rms_norm, benched here or not) says its baseline there.
 TRITONBENCH_BASELINES: dict[str, str] = {
-    "rms_norm": "llama_rms",
     "cross_entropy": "cross_entropy_loss",
     "fused_linear_cross_entropy": "torch_lm_head_ce",
     "swiglu": "torch_swiglu",
@@ -113,14 +113,14 @@ TRITONBENCH_BASELINES: dict[str, str] = {
 
 def default_baselines() -> dict[str, str]:
     """TritonBench's registered baseline backend of each operator (what ``compare`` checks when
-    neither --baseline nor the run's settings name one): the bench operators' own, then
-    :data:`TRITONBENCH_BASELINES` for operators only TritonBench runs."""
+    neither --baseline nor the run's settings name one): each ``Operator``'s own, then
+    :data:`TRITONBENCH_BASELINES` for operators only TritonBench has."""
     return {**TRITONBENCH_BASELINES, **{op.name: op.baseline for op in OPERATORS if op.baseline}}
 
 
 def backend_operators() -> dict[str, str]:
-    """backend -> the operator it times, for every backend ktriage knows by name: the bench operators'
-    native and artifact backends and TritonBench's registered baselines (a TritonBench file's columns
+    """backend -> the operator it times, for every backend ktriage knows by name: the operators'
+    native backends, the backends their catalog kernels stand for, and TritonBench's registered baselines (a TritonBench file's columns
     say which operator they measured even where its name says another)."""
     out = {backend: op for op, backend in default_baselines().items()}
     for op in OPERATORS:

@@ -1,5 +1,10 @@
 """rms_norm: Liger-Kernel's RMSNorm kernels (0.5.10 and 0.8.5) over TritonBench's rms_norm sweep. Catalog only (no bench workload yet).
 
+TritonBench's facts are here (x_val label "(M, H)", baseline ``llama_rms``, Liger's backend
+``liger_rms``), so ``ktriage triage`` of TritonBench rms_norm results explains ``liger_rms`` cells
+from these kernels; no native backends and no replay, so ``ktriage bench`` does not run the op and
+triage's GPU step times ``liger_rms`` only from a recording (``--workload``, or ``--measure``'s own).
+
 Sweep (tritonbench/operators/rms_norm/operator.py): x of shape (M=2048, H) for H = 2**10..2**15
 (ids 0..5; id 4 is N=16384), called N here like layer_norm's.
 
@@ -136,7 +141,11 @@ OP = Operator(
             },
             dtypes=("fp32", "bf16", "fp16"),
             default_dtype="fp32",
+            backend="liger_rms",  # TritonBench's name; no replay (module doc)
         ),
     ),
+    x_label="(M, H)",  # TritonBench's register_x_val label: (M, H), H called N here
+    x_keys=("M", "N"),
+    baseline="llama_rms",  # TritonBench's @register_benchmark(baseline=True)
     largest_tensor=row_activation_bytes,
 )

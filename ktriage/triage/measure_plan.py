@@ -107,8 +107,14 @@ def no_target_reason(cell: CellTriage) -> str:
 
     op = registry.operator(cell.op)
     if op is None or not op.backends or op.module is None:
+        # a cell explained by catalog kernels (liger_rms): nothing here launches them, only a recording times it
+        explained = (
+            f" ({cell.catalog} explains it compile-side; ktriage has no bench workload of {cell.op})"
+            if cell.catalog
+            else ""
+        )
         return (
-            f"no replay for {cell.op} and no recorded kernels of {cell.backend}: give {WORKLOAD_GIVEN} (`ktriage record "
+            f"no replay for {cell.op}{explained} and no recorded kernels of {cell.backend}: give {WORKLOAD_GIVEN} (`ktriage record "
             f"-o W.json -- python run.py --op {cell.op}{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
             f"or run this triage with {MEASURE} on a GPU host with TritonBench: it records the run itself"
         )

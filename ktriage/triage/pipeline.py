@@ -409,14 +409,18 @@ def _match_recorded(
     options: TriageOptions,
     baselines: Mapping[str, str | None],
 ) -> None:
-    """Give each flagged cell without catalog kernels its recorded kernels (``recorded_match``), worst
-    first; ``--limit N`` caps how many (each is compiled twice, so a long report stays cheap)."""
+    """Give each flagged cell that no replay times its recorded kernels (``recorded_match``), worst
+    first; ``--limit N`` caps how many (each is compiled twice, so a long report stays cheap). A cell
+    whose backend has catalog kernels but no replay (``liger_rms``) is among them: the recording is
+    what the backend launched and what the GPU step can time, so a match replaces the catalog's
+    kernels (explain, bisect and the GPU step then all use the recorded ones); without a match the
+    catalog's kernels still explain it."""
     x_vals = {
         (c.key.op, c.key.mode, c.key.input_id, c.key.backend): str(c.extra.get("x_val"))
         for c in results
         if c.extra.get("x_val") is not None
     }
-    wanted = [c for c in cells if c.catalog is None and c.backend != baselines.get(c.op)]
+    wanted = [c for c in cells if not _replayed(c) and c.backend != baselines.get(c.op)]
     wanted.sort(key=lambda c: -abs(math.log(c.ratio)) if c.ratio > 0 and math.isfinite(c.ratio) else 0.0)
     tried = 0
     for c in wanted:
@@ -427,9 +431,15 @@ def _match_recorded(
         c.notes += notes
         if match is not None:
             tried += 1
-            c.recorded = match
+            c.recorded, c.catalog = match, None
             c.notes.append(describe(match))
             c.notes += [f"left out: {why}" for why in match.left_out]
+
+
+def _replayed(c: CellTriage) -> bool:
+    """The cell's catalog kernels have a replay (a bench times them): no recording needed."""
+    op = registry.operator(c.op)
+    return c.catalog is not None and op is not None and c.backend in op.artifact_backends
 
 
 def _predicted_note(

@@ -36,9 +36,14 @@ def test_catalog_views_come_from_the_operator() -> None:
 
 
 def test_bench_facts_and_replays_are_the_operators() -> None:
-    own = {"layer_norm": "torch_layer_norm", "embedding": "torch_embedding", "rope": "apply_rotary_pos_emb"}
+    own = {
+        "layer_norm": "torch_layer_norm",
+        "rms_norm": "llama_rms",  # not benched here, but an Operator: its baseline is said there, once
+        "embedding": "torch_embedding",
+        "rope": "apply_rotary_pos_emb",
+    }
     assert registry.default_baselines() == {**registry.TRITONBENCH_BASELINES, **own}
-    assert registry.default_baselines()["rms_norm"] == "llama_rms"  # a TritonBench-only op: its registered baseline
+    assert not set(own) & set(registry.TRITONBENCH_BASELINES)  # one home per op's baseline
     assert [o.name for o in registry.bench_operators()] == ["layer_norm", "embedding", "rope"]
     assert list(REPLAYS) == ["liger_layer_norm", "liger_embedding", "triton_layer_norm"]
     assert bench_op("layer_norm").catalog_ops == {
@@ -54,3 +59,10 @@ def test_rms_norm_is_catalog_only() -> None:
     op = registry.operator("liger.rms_norm")
     assert op is not None and op.name == "rms_norm" and not op.backends
     assert "rms_norm" not in {o.name for o in registry.bench_operators()}
+    # TritonBench's facts (operators/rms_norm/operator.py), so triage reads its files: x_val (M, H), the
+    # baseline, and liger_rms standing for the catalog's kernels, with no replay (nothing here can time them)
+    assert (op.x_label, op.x_keys, op.baseline) == ("(M, H)", ("M", "N"), "llama_rms")
+    assert op.x_val_text(op.inputs()[4]) == "(2048, 16384)"
+    assert op.catalog_ops == {"liger_rms": "liger.rms_norm"} and op.artifact_backends == ()
+    assert "liger_rms" not in REPLAYS and registry.by_backend("liger_rms") is None
+    assert registry.backend_operators()["liger_rms"] == "rms_norm"
