@@ -31,8 +31,12 @@ from tests.conftest import RunCli
         (["nosuch", "--bwd"], "is not a recorded workload"),
         # rms_norm has TritonBench's facts (triage reads its files) and catalog kernels, but no native backends
         # and no replay: bench has nothing to run, and says which operators it runs
-        (["--op", "rms_norm"], "unknown operator 'rms_norm'"),
-        (["--op", "rms_norm", "-t", "triton==3.4.0", "--compile-only"], "use one of: layer_norm, embedding, rope"),
+        (
+            ["--op", "rms_norm"],
+            "bench has no workload of 'rms_norm': ktriage knows its kernels (catalog: liger.rms_norm)",
+        ),
+        (["--op", "rms_norm", "-t", "triton==3.4.0", "--compile-only"], "or bench one of: layer_norm, embedding, rope"),
+        (["--op", "nosuch_op"], "unknown operator 'nosuch_op'"),
         # --compile-only with no toolchain compiled nothing and exited 0 without a word
         (["--op", "layer_norm", "--compile-only"], "--compile-only (compile_only) with no -t/--toolchain (toolchains)"),
         # --compile-only measures nothing: -o and --format json wrote and printed nothing, exit 0

@@ -42,8 +42,19 @@ def bench_op(name: str) -> OpDef:
     baseline; KtriageError listing the valid names otherwise. (The catalog's view, by kernel name, is
     ``ktriage.catalog.catalog_op``.)"""
     op = registry.operator(name)
-    if op is None or op.name != name or not op.backends:
-        names = ", ".join(o.name for o in registry.bench_operators())
+    names = ", ".join(o.name for o in registry.bench_operators())
+    if op is not None and op.name == name and not op.backends:
+        # an operator ktriage knows (its catalog kernels, TritonBench's facts for triage) but cannot time:
+        # "unknown" was wrong, and the way on for its kernels is a recording or explain
+        catalog = ", ".join(k.name for k in op.kernels) or "none"
+        raise KtriageError(
+            f"bench has no workload of {name!r}: ktriage knows its kernels (catalog: {catalog}) but has no native "
+            "backends or replay to time them",
+            f"time a program that runs it: ktriage record -o W.json -- python prog.py, then ktriage bench W.json -t OLD -t NEW "
+            f"(kt.bench_recorded); compile-side: ktriage explain {op.kernels[0].name if op.kernels else name}; "
+            f"or bench one of: {names} (as {option('op', '--op')})",
+        )
+    if op is None or op.name != name:
         raise KtriageError(
             f"unknown operator {name!r}",
             f"use one of: {names} (TritonBench's operator names, as {option('op', '--op')})",
