@@ -489,8 +489,8 @@ def _soft_max(terms: Sequence[Any], q: float, xp: Any) -> Any:
         direct = sum(t**q for t in terms) ** (1.0 / q)
     except OverflowError:  # plain floats (explain, tune); numpy's arrays give inf instead
         direct = math.inf
-    if xp is _Scalar and math.isfinite(direct):
-        return direct
+    if math.isfinite(direct) if xp is _Scalar else bool(xp.isfinite(direct).all()):
+        return direct  # the usual case: the fit's loss, evaluated thousands of times, pays for nothing more
     largest = terms[0]
     for t in terms[1:]:
         largest = xp.maximum(largest, t)

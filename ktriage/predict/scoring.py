@@ -75,10 +75,10 @@ class Scoring:
 
     def to_json(self) -> JSONObject:
         def cell(r: CellResult) -> JSONObject:
-            c = r.cell
+            measured = r.cell.measured.to_json()
             return {
                 **r.to_json(),
-                "measured_ci": [c.measured.to_json()["ci_low"], c.measured.to_json()["ci_high"]],
+                "measured_ci": [measured["ci_low"], measured["ci_high"]],
                 "disagreement": disagreement(r),
             }
 
