@@ -227,6 +227,15 @@ def tune(
         if where:
             step.say(f"on {where}")
         with ClusterCompiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
+            # a spec file's launch by values, as the toolchain's JIT decides it (an @triton.autotune kernel
+            # runs its autotuner's config, not Triton's defaults): the space's default and its changes are
+            # measured against that (spaces above were built from the preview to refuse bad options early)
+            spaces = [
+                config_space(compiler.decide(space.spec, tc), warps=warps, stages=stages, blocks=blocks)
+                if space.spec.launch is not None
+                else space
+                for space in spaces
+            ]
             results = [
                 screen(
                     space,

@@ -344,6 +344,17 @@ class Compiler:
         # launch, e.g. a sweep whose sizes round to the same specialization, keep their own labels)
         return resolved_spec(spec, memo)
 
+    def decide(self, spec: KernelSpec, toolchain: Toolchain) -> KernelSpec:
+        """A spec by values whose fields are what ``toolchain``'s JIT decides for its launch, the launch
+        kept (spec/values.decided_spec: what a tuner's or a fix's change is measured against); any
+        other spec, or one whose launch fails here, as it is (its compile reports the failure)."""
+        if spec.launch is None:
+            return spec
+        from ktriage.spec.values import decided_spec
+
+        resolved = self.resolve(spec, toolchain)
+        return spec if isinstance(resolved, CompileFailure) else decided_spec(spec, resolved)
+
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
         resolved = self.resolve(spec, toolchain)
         if isinstance(resolved, CompileFailure):

@@ -524,8 +524,14 @@ class FixFinder:
 
         sm_count = spec_sm_count(spec, self.sm_count)
         # ranked by the model that priced the findings (--model): its estimates and its tie tolerance
+        # a spec by values: searched from what this toolchain's JIT compiles (an autotuned kernel's config,
+        # not the preview's Triton defaults), so the fix's "num_warps 4 -> 8" is the change it makes
         suggestion = nearest_spill_free(
-            spec, new.toolchain, self.compiler, sm_count=sm_count, params=self.explainer.params
+            self.compiler.decide(spec, new.toolchain),
+            new.toolchain,
+            self.compiler,
+            sm_count=sm_count,
+            params=self.explainer.params,
         )
         if suggestion is None:
             return [

@@ -24,6 +24,7 @@ tensors as ``{ dtype, shape, strides, align }``), and:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -303,7 +304,7 @@ def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
     if reply.get("heuristics"):
         meta["heuristics"] = list(reply["heuristics"])
     if reply.get("autotune_configs"):
-        meta["autotune_configs"] = list(reply["autotune_configs"])
+        meta["autotune_configs"] = [_config_entry(c, fields["signature"]) for c in reply["autotune_configs"]]
         meta["autotune_config"] = int((spec.launch or {}).get("autotune_config") or 0)
     # overrides (tune's configs, fixes) on top of the JIT's decision; constexprs the launch passes
     # were already passed changed (resolve_request)
@@ -325,6 +326,88 @@ def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
         meta=meta,
         launch=None,
     )
+
+
+def decided_spec(spec: KernelSpec, resolved: KernelSpec) -> KernelSpec:
+    """``spec`` (by values) with its preview replaced by what one toolchain's JIT decided (``resolved``,
+    from :func:`resolved_spec`), the launch kept.
+
+    Why: a tuner or a fix changes a spec by values as an override of the JIT's decision
+    (``KernelSpec.replace``), measured against the spec's fields. The preview is ktriage's guess
+    before any toolchain is asked: an ``@triton.autotune`` kernel's preview has Triton's default 4
+    warps and 3 stages and no tile sizes, while its JIT compiles the autotuner's config (8 warps, 4
+    stages, 128x128x64). Measured against the preview, ``ktriage tune`` labelled the JIT's config
+    "warps=4,stages=3 (default)" and a config that changed num_stages only kept the JIT's 8 warps
+    under a label of 4. Against the decision, the default is the config the library runs, a change is
+    exactly what a candidate's label says, and the autotuner's own list (``meta.autotune_configs``)
+    is what ``tune`` searches, as for a recorded kernel, with the launch's int scalars as its problem
+    size (``meta.shape``) and a grid that follows the tiles where the launch's grid is theirs."""
+    if spec.launch is None:
+        return spec
+    meta = {k: v for k, v in spec.meta.items() if k != "decided_at_compile"}
+    for key in ("heuristics", "autotune_configs", "autotune_config"):
+        if key in resolved.meta:
+            meta[key] = resolved.meta[key]
+    if "shape" not in meta:  # the launch's int scalars (a matmul's M, N, K): tune's problem size, as recorded
+        shape = {
+            str(name): value
+            for name, value in spec.launch.get("args") or []
+            if isinstance(value, int) and not isinstance(value, bool) and name not in resolved.constexprs
+        }
+        if shape:
+            meta["shape"] = shape
+    return dataclasses.replace(
+        spec,
+        signature=dict(resolved.signature),
+        constexprs=dict(resolved.constexprs),
+        divisible_by_16=tuple(resolved.divisible_by_16),
+        equal_to_1=tuple(resolved.equal_to_1),
+        num_warps=resolved.num_warps,
+        num_stages=resolved.num_stages,
+        num_ctas=resolved.num_ctas,
+        maxnreg=resolved.maxnreg,
+        meta=meta,
+    )
+
+
+def autotune_config_index(
+    spec: KernelSpec, num_warps: int, num_stages: int, constexprs: Mapping[str, Any]
+) -> int | None:
+    """The index of the kernel's own ``@triton.autotune`` config that is this config (the decided spec's
+    ``meta.autotune_configs``), or None. Why: that config is launched by choosing it
+    (``launch.autotune_config``), so the kernel's ``@triton.heuristics`` see its tile sizes as they
+    do in the library (an ``EVEN_N`` computed from ``BLOCK_N``); an override of the constexprs would
+    keep the heuristics' values of the default config."""
+    raw = spec.meta.get("autotune_configs")
+    if spec.launch is None or not isinstance(raw, list):
+        return None
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, Mapping):
+            continue
+        kwargs = entry.get("kwargs")
+        if (
+            int(entry.get("num_warps") or spec.num_warps) == num_warps
+            and int(entry.get("num_stages") or spec.num_stages) == num_stages
+            and isinstance(kwargs, Mapping)
+            and dict(kwargs) == {k: v for k, v in constexprs.items() if k in kwargs}
+        ):
+            return index
+    return None
+
+
+def _config_entry(entry: object, signature: Mapping[str, str]) -> JSONValue:
+    """One ``@triton.autotune`` config as a recorded kernel's ``meta.autotune_configs`` holds it
+    (``{"kwargs": {...}, "num_warps": 8, ...}``, insitu/launch_hook._config_view), from the worker's
+    ``Config.all_kwargs()`` (the kernel's keywords and the options in one table). Why one form: ``tune``
+    reads the list of a recorded kernel and of a spec file alike (tune/space._listed); read flat, every
+    config had no tile sizes and the list was searched as warps and stages only."""
+    if not isinstance(entry, Mapping) or "kwargs" in entry:
+        return entry if isinstance(entry, Mapping) else None
+    out: JSONObject = {"kwargs": {k: v for k, v in entry.items() if signature.get(k) == "constexpr"}}
+    for option in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        if entry.get(option) is not None:
+            out[option] = entry[option]
+    return out
 
 
 def typed_int_warnings(spec: KernelSpec, params: Sequence[ParamInfo], where: str) -> list[str]:

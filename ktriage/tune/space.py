@@ -19,6 +19,7 @@ tunable: they never change what the kernel computes.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -32,6 +33,7 @@ from ktriage.ops import registry
 from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.values import autotune_config_index
 from ktriage.wording import plural
 
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -123,7 +125,7 @@ class ConfigSpace:
     # The launch's grid as a function of the constexprs (e.g. a matmul's cdiv(M,BLOCK_M)*cdiv(N,BLOCK_N));
     # None: the knobs' grid axes rescale the spec's grid.
     grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = field(default=None, compare=False)
-    # The kernel's own @triton.autotune list (recorded): searched as it is instead of the knobs' product.
+    # The kernel's own @triton.autotune list (recorded, or a spec file's): searched as it is instead of the knobs' product.
     listed: tuple[TuneConfig, ...] = ()
 
     def configs(self) -> list[TuneConfig]:
@@ -188,6 +190,19 @@ def apply_config(
                 grid[knob.grid_axis] = max(1, math.ceil(grid[knob.grid_axis] * old / value))
     meta = dict(spec.meta)
     meta["tune_config"] = config.label()
+    index = autotune_config_index(spec, config.num_warps, config.num_stages, consts)
+    if index is not None and spec.launch is not None and not spec.launch.get("overrides"):
+        # one of the kernel's own @triton.autotune configs, in a spec by values: chosen as the autotuner
+        # would choose it, so its heuristics see its tiles (spec/values.autotune_config_index)
+        return dataclasses.replace(
+            spec,
+            num_warps=config.num_warps,
+            num_stages=config.num_stages,
+            constexprs=consts,
+            grid=tuple(grid) if grid is not None else None,
+            meta=meta,
+            launch={**spec.launch, "autotune_config": index},
+        )
     return spec.replace(
         num_warps=config.num_warps,
         num_stages=config.num_stages,
@@ -244,8 +259,10 @@ def recipe_grid(
     if spec.source_function() == "matmul_kernel" and {"BLOCK_M", "BLOCK_N"} <= set(recipe_knobs(spec)):
         return _matmul_grid(spec)
     shape = spec.meta.get("shape") or {}
+    # a recorded launch, or a spec file's launch by values (spec/values.decided_spec gives its shape)
+    by_values = bool(spec.meta.get("recorded")) or spec.launch is not None
     if (
-        spec.meta.get("recorded")
+        by_values
         and spec.grid is not None
         and len(spec.grid) == 1
         and {"BLOCK_M", "BLOCK_N"} <= set(spec.constexprs)
@@ -254,7 +271,7 @@ def recipe_grid(
         grid = _matmul_grid(spec)
         if grid(spec.constexprs) == tuple(spec.grid):
             return grid
-    return _recorded_axes(spec, blocks) if spec.meta.get("recorded") and blocks else None
+    return _recorded_axes(spec, blocks) if by_values and blocks else None
 
 
 def _recorded_axes(spec: KernelSpec, blocks: Collection[str]) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
@@ -372,7 +389,7 @@ def config_space(
             worded(
                 lambda o: (
                     f"the space is the kernel's own @triton.autotune list ({plural(len(listed), 'config')}, "
-                    f"recorded); {o('warps', '--warps')}, {o('stages', '--stages')} or {o('blocks', '--block')} "
+                    f"{'recorded' if spec.meta.get('recorded') else 'as its JIT lists them'}); {o('warps', '--warps')}, {o('stages', '--stages')} or {o('blocks', '--block')} "
                     "search a product instead"
                 )
             )
