@@ -26,6 +26,8 @@ Its error is the file's, the same for every toolchain: the Failures say it once 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
 _INDUCTOR_RUNTIME_IMPORT = re.compile(r"`(?:from|import) torch\._inductor\.runtime\b")
+# what Python says when a module reaches for a Triton API the installed Triton does not have
+_TRITON_LACKS = re.compile(r"module '(triton(?:\.\w+)*)' has no attribute '(\w+)'")
 
 
 def fix_for(failure: CompileFailure) -> str | None:
@@ -59,6 +61,17 @@ def fix_for(failure: CompileFailure) -> str | None:
             f"{module} imports inductor's host-side runtime (torch._inductor.runtime: triton_heuristics, "
             f"hints), which does not import without torch; a workload recorded by an older ktriage carries "
             f"those modules, and `ktriage record` now replaces them by inert stubs: record the program again"
+        )
+    lacks = _TRITON_LACKS.search(failure.message)
+    if lacks:
+        # fla-core 0.6.0 under Triton 3.3.1: `tl.make_tensor_descriptor` came later. No GPU, no stand-in,
+        # no spec change makes this toolchain compile it: the library needs a newer Triton.
+        where = lacks.group(1).replace("triton.language.core", "triton.language")
+        version = f"{failure.toolchain.spec} " if failure.toolchain is not None else "this toolchain "
+        return (
+            f"{module} uses {where}.{lacks.group(2)}, which {version}does not have (a later Triton added it): "
+            f"this toolchain cannot compile the kernel; compare toolchains whose Triton has it, or an older "
+            f"release of the kernel's library written for this Triton"
         )
     if imported:
         return (

@@ -33,3 +33,21 @@ def test_other_import_failures_keep_the_general_fix() -> None:
     )
     fix = fix_for(_failure(message))
     assert fix is not None and "fails to import in a compile worker" in fix and "record the program again" not in fix
+
+
+# what Triton 3.3.1 said for fla-core 0.6.0's chunk_hgrn (benchmarks/corpus/fla2/explain/fla2_hgrn.json.gz)
+FLA_ON_AN_OLDER_TRITON = (
+    "importing fla.ops.hgrn.chunk failed: AttributeError: module 'triton.language.core' has no attribute "
+    "'make_tensor_descriptor'; compiling chunk_hgrn_fwd_kernel_h from its own source failed too: line 30 `exp = "
+    "__import__('importlib').import_module('fla.ops.utils.op').exp`: AttributeError: module 'triton.language.core' "
+    "has no attribute 'make_tensor_descriptor'"
+)
+
+
+def test_a_triton_api_the_toolchain_lacks_is_named_not_blamed_on_the_worker() -> None:
+    """The general fix ("make them run without a GPU") sent the user after the wrong cause: no worker
+    change makes Triton 3.3.1 have tl.make_tensor_descriptor."""
+    fix = fix_for(_failure(FLA_ON_AN_OLDER_TRITON))
+    assert fix is not None
+    assert "triton.language.make_tensor_descriptor" in fix and "cannot compile" in fix
+    assert "without a GPU" not in fix
