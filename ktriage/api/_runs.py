@@ -202,20 +202,40 @@ def runs_export(*, run: str, db: str | None = None) -> RunExport:
 def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     """Import an exported run (``runs_export(...).json_text()``, e.g. measured on the GPU host) into
     the store, in one transaction; the file goes through the schema layer (every field checked)."""
-    from ktriage.measure.results_file import read_results
+    from ktriage.measure.results_file import parse_results, read_results_text
     from ktriage.store import open_store
 
     path = Path(args.path_or_name(path, "path", example="run.json"))
     db = args.db(db)
-    if not path.exists():  # a folder is named by read_results, through the schema layer
+    if not path.exists():  # a folder is named by read_results_text, through the schema layer
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
-    info, cells = read_results(path)
+    text = read_results_text(path)
+    _refuse_tritonbench(path, text)
+    info, cells = parse_results(text, origin=f"results file {path}")
     if not cells:
         _refuse_empty_import(path, info.run_id, info.status)
     with open_store(db) as store:
         store.import_run(info, cells)
         url = store.url
     return RunImported(info.run_id, len(cells), url)
+
+
+def _refuse_tritonbench(path: Path, text: str) -> None:
+    """A TritonBench CSV or JSON given to ``runs import`` was "not valid JSON: Expecting value" (the CSV)
+    or "has no 'run' and no 'cells'" (the JSON). The store holds ktriage's results (every cell's samples,
+    the run's provenance); a TritonBench file has one latency per cell and no provenance, and the verbs
+    that take it read it where it is."""
+    from ktriage.measure.tritonbench_format import tritonbench_kind
+
+    kind = tritonbench_kind(text)
+    if kind is None:
+        return
+    raise KtriageError(
+        f"{path} is a TritonBench {kind}, not a ktriage results file: the store keeps ktriage's runs (every "
+        "cell's samples and the run's provenance), and runs import reads only their JSON export",
+        f"compare it where it is (kt.compare(a=..., b=...), or `ktriage compare OLD.{kind.lower()} "
+        f"NEW.{kind.lower()}`; triage takes it too), or measure with ktriage bench, whose runs land in the store",
+    )
 
 
 def _refuse_empty_import(path: Path, run_id: str, status: str) -> NoReturn:

@@ -680,6 +680,23 @@ def write_tritonbench_json(path: str | Path, run: RunInfo, cells: Sequence[Cell]
 _KTRIAGE_RESULTS = re.compile(r'\s*\{\s*"(run|cells|format_version)"\s*:')
 
 
+def tritonbench_kind(text: str) -> str | None:
+    """``"CSV"`` or ``"JSON"`` when ``text`` is one of TritonBench's files (by its header row, or its
+    ``tritonbench_*`` metrics), else None. Why: ``runs import`` takes ktriage's results files only, and a
+    TritonBench CSV given to it was "not valid JSON: Expecting value", which names neither what the file
+    is nor that compare and triage read it as it is."""
+    if _KTRIAGE_RESULTS.match(text):
+        return None
+    header = next(csv.reader(io.StringIO(text[:65536].lstrip("\ufeff")), delimiter=";"), [])
+    if len(header) >= 2 and "-" not in header[0] and all("-" in h for h in header[1:]):
+        return "CSV"
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return "JSON" if looks_like_tritonbench_json(data) else None
+
+
 def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell]]:
     """Any results file a comparison takes: a TritonBench CSV, a TritonBench JSON, or ktriage's own
     results file (``{"run", "cells"}``), told apart by suffix and content."""

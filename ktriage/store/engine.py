@@ -16,14 +16,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from ktriage.errors import StoreError, option
 from ktriage.home import home_path
@@ -31,6 +32,7 @@ from ktriage.store import jsoncodec
 from ktriage.store.fixes import DB, EXAMPLE_URL, MADE_BY
 
 BUSY_TIMEOUT_MS = 60_000
+WRITE_TRY_MS = 200  # one try of BEGIN IMMEDIATE's wait for another writer: how late a Ctrl-C may act
 # A server that accepts and never answers (a firewall, a wrong port) must not hold a verb for minutes:
 # libpq's connect_timeout bounds the whole connection, handshake included. A URL's own
 # ?connect_timeout=N wins. (The queries themselves are not bounded: history reads a large store.)
@@ -115,6 +117,7 @@ def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
         parsed = make_url(text)
     except ArgumentError as exc:
         raise StoreError(f"not a database URL: {text!r} ({exc})", _url_fix(text)) from exc
+    parsed = _with_driver(parsed)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, must_exist=must_exist, default=url is None)
     connect_args: dict[str, object] = {}
@@ -130,6 +133,22 @@ def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
         ) from exc
     _track_connections(engine)
     return engine
+
+
+# libpq's schemes (``postgres://`` is what psql, Heroku and most platforms' DATABASE_URL write) with no
+# driver named: the store's driver, psycopg 3 (docs/store.md), rather than SQLAlchemy's default.
+_PG_SCHEMES = ("postgres", "postgresql")
+PG_DRIVER = "postgresql+psycopg"
+
+
+def _with_driver(parsed: URL) -> URL:
+    """``postgres://`` and ``postgresql://`` as ``postgresql+psycopg://``. Why: ``postgres://`` (libpq's
+    other spelling, the one a platform's DATABASE_URL pasted as ``--db`` has) failed as "no database driver
+    for 'postgres'", and ``postgresql://`` (docs/compare.md's example) means psycopg2 on SQLAlchemy 2.0, a
+    driver ktriage does not install; both mean the one PostgreSQL driver the store is tested with."""
+    if parsed.drivername in _PG_SCHEMES:
+        return parsed.set(drivername=PG_DRIVER)
+    return parsed
 
 
 _OPENED = "ktriage_opened"  # engine attribute: the DBAPI connections made while the store opens
@@ -194,6 +213,10 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
     # The SQLite file's missing folders are created (documented in --db's help and docs/environment.md);
     # a path that cannot be a folder or a file is refused here, not as a driver traceback.
     path = Path(database).expanduser()
+    if not path.is_absolute() and not _uri_mode(url):
+        _refuse_slash_slip(database)
+        path = path.absolute()  # the store's URL in every message says which file it is, wherever run from
+        url = url.set(database=str(path))
     if must_exist:
         _check_existing_sqlite(path, default=default)
     try:
@@ -224,10 +247,61 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(WRITE_OPTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        if conn.get_execution_options().get(WRITE_OPTION, False):
+            _begin_immediate(conn)
+        else:
+            conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def _begin_immediate(conn: Connection) -> None:
+    """``BEGIN IMMEDIATE``, waiting up to the busy timeout for another writer, in short tries. Why not
+    SQLite's own wait: it sleeps inside one C call, where Python runs no signal handler, so Ctrl-C on a
+    ``runs import`` queued behind another writer took effect only when the 60 s were over. Between two
+    tries of :data:`WRITE_TRY_MS` the KeyboardInterrupt is raised (nothing of the write was begun). The
+    connection's busy timeout is set back afterwards: the statements of the transaction, and every read,
+    keep the full wait."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    conn.exec_driver_sql(f"PRAGMA busy_timeout={WRITE_TRY_MS}")
+    try:
+        while True:
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                return
+            except OperationalError as exc:
+                if "locked" not in str(exc.orig) or time.monotonic() >= deadline:
+                    raise
+    finally:
+        conn.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+
+
+def _uri_mode(url: URL) -> bool:
+    """A ``sqlite:///file:...?uri=true`` URL: its database is a SQLite URI (``file:``), not a path."""
+    return str(url.query.get("uri", "")).lower() in ("true", "1")
+
+
+def _refuse_slash_slip(database: str) -> None:
+    """Refuse ``sqlite:///work/runs/k.db`` meant as ``/work/runs/k.db``: three slashes make the path
+    relative to the current folder, so an import went, silently, into ``./work/runs/k.db`` (its missing
+    folders created), and a reader said "no store at work/runs/k.db". Refused when the relative path's
+    folder does not exist here but exists from ``/``: that is an absolute path with a slash missing. A
+    path meant relative says so with ``./`` (``sqlite:///./work/k.db``)."""
+    if database.startswith(("./", "../", "~")):
+        return
+    relative = Path(database)
+    meant = Path("/") / relative
+    try:
+        slipped = not relative.parent.exists() and meant.parent.is_dir()
+    except OSError:  # a name too long: refused where the folder is made, with its own message
+        return
+    if slipped:
+        raise StoreError(
+            f"sqlite:///{database} is a path relative to the current folder ({Path(database).absolute()}), "
+            f"whose folder does not exist, while {meant.parent} does",
+            f"an absolute path takes four slashes: {option('db', '--db', f'sqlite:///{meant}')}; for a path "
+            f"under the current folder, start it with ./ (sqlite:///./{database})",
+        )
 
 
 def _check_existing_sqlite(path: Path, *, default: bool) -> None:
