@@ -5,7 +5,8 @@
 #                                                          (BUNDLES=DIR TGZ=FILE: another folder and tarball, e.g.
 #                                                          a device call's new bundles alone)
 #   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json.gz,md,log.gz}
-#                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90)
+#                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90;
+#                                                          EXPLAIN_OUT=DIR: another folder)
 # NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json.gz (default: all with a kernel); the
 # workloads are committed gzipped, ktriage reads them as they are (a plain NAME.workload.json is taken too).
 # One workload's failure never stops the others; each one's exit status goes to build.log next to its output.
@@ -39,7 +40,7 @@ case "$step" in
     fi
     du -sh "$BUNDLES" "$TGZ" ;;
   explain)
-    out=benchmarks/corpus/h200/explain
+    out=${EXPLAIN_OUT:-benchmarks/corpus/h200/explain}
     mkdir -p "$out"
     for n in "${names[@]}"; do
       has_kernels "$(wl "$n")" || continue
