@@ -24,7 +24,11 @@ hostile text through each.
   backtick are escaped too, so no escape of ours is undone and no code span opens;
 - mentions: ``@name`` (not after a letter or digit, as in ``liger@triton-3.4``) becomes
   ``@\\u200bname`` (a zero-width space: shown the same, notifies no one);
-- tables: ``|`` is escaped and line breaks become spaces, so a cell stays one cell of one row.
+- tables: ``|`` is escaped and line breaks become spaces, so a cell stays one cell of one row;
+- emphasis: a run of ``*``, ``_`` or ``~`` that could close emphasis (or GFM's strikethrough) is
+  escaped: with no closer no opener matches, so ``__init__`` (``__init\\_\\_``) or ``*bold*`` in an error
+  message shows as written, not as a bold "init"; runs that can only open (``f(*args, **kwargs)``,
+  ``K0:_softmax_kernel``) and intraword ones (``liger_layer_norm``) stay as written in the raw file.
 
 :func:`inert` (the whole document, outside code spans and fenced code blocks, whose content GitHub
 shows literally): every ``<`` that does not open one of ktriage's own tags (``details``,
@@ -39,12 +43,14 @@ from __future__ import annotations
 import bisect
 import functools
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any, ParamSpec
 
 _PLAIN = re.compile(r"[A-Za-z0-9 ._\-+=:/,()\[\]@]*")  # no markup inside a code span: @ notifies no one there
 _MENTION = re.compile(r"(?<![A-Za-z0-9_`])@(?=[A-Za-z0-9_])")  # as GitHub: not after a word character
 _TABLE = str.maketrans({"\\": "\\\\", "`": "\\`", "|": "\\|", "&": "&amp;", "<": "&lt;", "\n": " ", "\r": " "})
+_DELIMS = re.compile(r"\*+|_+|~+")
 
 # ktriage's own tags in its markdown (folded sections, line breaks in a cell); nothing else is HTML
 _OWN_TAG = re.compile(r"<(?:/?(?:details|summary)|br ?/?)>", re.I)
@@ -56,10 +62,26 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _RUN = re.compile(r"`+")
 
 
+def _punct(c: str) -> bool:
+    return unicodedata.category(c)[0] in "PS"  # CommonMark's Unicode punctuation
+
+
+def _closer(m: re.Match[str]) -> str:
+    """A delimiter run escaped where CommonMark's flanking rules let it close emphasis (the text's
+    ends count as whitespace: a cell or list item is set off by spaces)."""
+    text, a, b = m.string, m.start(), m.end()
+    prev, nxt = (text[a - 1] if a else " "), (text[b] if b < len(text) else " ")
+    right = not prev.isspace() and (not _punct(prev) or nxt.isspace() or _punct(nxt))
+    left = not nxt.isspace() and (not _punct(nxt) or prev.isspace() or _punct(prev))
+    if right and (m.group(0)[0] != "_" or not left or _punct(nxt)):
+        return "".join("\\" + c for c in m.group(0))
+    return m.group(0)
+
+
 def md_text(value: Any) -> str:
     """``value`` as inert inline markdown text (see the module docstring)."""
     text = str(value).translate(_TABLE).replace("](", "]\\(").replace("![", "!\\[")
-    return _MENTION.sub("@\u200b", text)
+    return _MENTION.sub("@\u200b", _DELIMS.sub(_closer, text))
 
 
 def md_code(value: Any) -> str:

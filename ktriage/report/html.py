@@ -2,8 +2,9 @@
 
 Per (op, mode) three charts: latency vs input for every backend/toolchain on both sides; the new/ref
 ratio per backend with its confidence-interval whiskers, the gate as a band and verdict colours;
-each backend's ratio to the baseline along the sweep with the cliffs marked. Tables repeat the
-ranked regressions, cliffs and errors so the page reads without the charts too. The cells not compared
+each backend's ratio to the baseline along the sweep with the cliffs marked (a chart with nothing to
+draw is left out). Tables repeat the ranked regressions, cliffs and errors so the page reads without the
+charts too, and list the improvements and, folded, the pairs within the gate, as the markdown does. The cells not compared
 are summarised, a count per reason with the first few cells (``ktriage.compare.not_compared``, as the
 table and the markdown group them), and listed in full in a folded ``<details>`` (no script needed to open it).
 """
@@ -75,7 +76,9 @@ def _latency_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]])
     )
 
 
-def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -> str:
+def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -> str | None:
+    """The new/ref ratios with their CIs; None where no pair of the sweep got a verdict (a side that
+    failed every kernel drew an empty frame: the errors table above says why there is nothing)."""
     pos = {i: k for k, (i, _) in enumerate(xs)}
     groups: dict[str, list[PairResult]] = defaultdict(list)
     for p in c.pairs:
@@ -91,6 +94,8 @@ def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -
             s.point_colours[pos[p.input_id]] = VERDICT_COLOURS.get(v.verdict, "#000")
             s.point_titles[pos[p.input_id]] = f"{name} {p.input_label}: {v.verdict} {fmt_pct(v.ratio)} CI {fmt_ci(p)}"
         series.append(s)
+    if not series:
+        return None
     g = c.config.gate
     markers = [
         Marker(pos_of(xs, f.cliff.x_after), f"x{f.cliff.factor:.2f}", f.describe())
@@ -192,11 +197,8 @@ def _section(c: Comparison) -> dict[str, Any]:
     quotes = comparison_quotes(c)
     for op, mode in sweeps:
         xs = _inputs(cells, op, mode)
-        items = [_latency_chart(c, op, mode, xs), _ratio_chart(c, op, mode, xs)]
-        b = _baseline_chart(c, op, mode, xs)
-        if b:
-            items.append(b)
-        charts.append({"title": f"{op} {mode}", "svgs": [Markup(s) for s in items]})
+        items = [_latency_chart(c, op, mode, xs), _ratio_chart(c, op, mode, xs), _baseline_chart(c, op, mode, xs)]
+        charts.append({"title": f"{op} {mode}", "svgs": [Markup(s) for s in items if s]})
     return {
         "ref": c.ref_label,
         "new": c.new_label,
@@ -206,6 +208,7 @@ def _section(c: Comparison) -> dict[str, Any]:
         "regressions": [_row(p) for p in c.regressions()],
         "improvements": [_row(p) for p in c.improvements()],
         "unsure": [_row(p) for p in c.unsure()],
+        "same": [_row(p) for p in c.same()],
         "cliffs": [f.describe() for f in c.cliffs],
         "not_compared": group_not_compared(c.not_compared_cells()),
         "charts": charts,

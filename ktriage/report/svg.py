@@ -66,6 +66,24 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+# Text metrics the layout assumes: the widest a character of the 10.5 px tick and legend font gets on
+# average (digits, lower case; a wider guess only wastes a little room), and how the x labels lean.
+CHAR_PX = 6.7  # DejaVu Sans, a wide common default, has 6.7 px digits at 10.5 px
+_SIN, _COS = math.sin(math.radians(50)), math.cos(math.radians(50))
+X_LABEL_CHARS = 28  # the most of an x label shown; the rest is in its hover text
+
+
+def shorten(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters in the middle, with an ellipsis: recorded inputs and
+    toolchain-qualified backends differ at both ends (``K0:...@triton-3.3.1...``, ``2x4096x...,8 T=4096``),
+    so both ends stay. The full text goes into the element's <title>."""
+    if len(text) <= chars:
+        return text
+    head = chars // 2
+    tail = chars - 1 - head
+    return text[:head] + "\u2026" + (text[-tail:] if tail > 0 else "")
+
+
 def line_chart(
     x_labels: Sequence[str],
     series: Sequence[Series],
@@ -83,6 +101,22 @@ def line_chart(
     """The chart as an <svg> element (a string of trusted markup: every text is escaped)."""
     ml, mr, mt, mb = 64, 330, 28, 74
     pw, ph = width - ml - mr, height - mt - mb
+    n = max(len(x_labels), 1)
+    every = max(1, math.ceil(n / 30))
+    # x labels lean 50 degrees down-left from their tick: each is cut to what fits left of its tick
+    # (a glyph's height leans left too: 12 px) and within X_LABEL_CHARS, and the bottom margin grows to
+    # the longest shown (a recorded input's label ran off the chart: "...28x128 T=4096", its shape cut away)
+    shown = {
+        i: shorten(lab, max(4, min(X_LABEL_CHARS, int((ml + (i + 0.5) * pw / n - 12) / (CHAR_PX * _COS)))))
+        for i, lab in enumerate(x_labels)
+        if not i % every
+    }
+    longest = max((len(t) for t in shown.values()), default=0)
+    mb = max(mb, math.ceil(26 + longest * CHAR_PX * _SIN))  # 10 below the plot, a glyph's height
+    # the legend is one line per series beside the plot: the chart grows to hold every line
+    height = max(height - 74 + mb, mt + 16 * len(series) + 8)
+    ph = height - mt - mb
+    legend_chars = int((mr - 40) / CHAR_PX)
     ys = [y for s in series for _, y in s.points] + [
         v for s in series for _, lo, hi in s.whiskers for v in (lo, hi) if math.isfinite(v) and v > 0
     ]
@@ -97,7 +131,6 @@ def line_chart(
     else:
         pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
         lo, hi = lo - pad, hi + pad
-    n = max(len(x_labels), 1)
 
     def px(i: float) -> float:
         return ml + (i + 0.5) * pw / n
@@ -126,13 +159,10 @@ def line_chart(
     if ref_line is not None:
         y = py(ref_line)
         out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{y:.1f}" y2="{y:.1f}" class="ref-line"/>')
-    every = max(1, math.ceil(n / 30))
-    for i, lab in enumerate(x_labels):
-        if i % every:
-            continue
-        x = px(i)
+    for i, lab in shown.items():
+        tip = f"<title>{e(x_labels[i])}</title>" if lab != x_labels[i] else ""
         out.append(
-            f'<text transform="translate({x:.1f},{mt + ph + 10}) rotate(-50)" class="tick" text-anchor="end">{e(lab)}</text>'
+            f'<text transform="translate({px(i):.1f},{mt + ph + 10}) rotate(-50)" class="tick" text-anchor="end">{tip}{e(lab)}</text>'
         )
     out.append(
         f'<text transform="translate(14,{mt + ph / 2:.1f}) rotate(-90)" class="axis-label" text-anchor="middle">{e(y_label)}</text>'
@@ -166,9 +196,11 @@ def line_chart(
             )
         ly = mt + 6 + 16 * k
         dash = ' stroke-dasharray="5,3"' if s.dashed else ""
+        name = shorten(s.name, legend_chars)
+        tip = f"<title>{e(s.name)}</title>" if name != s.name else ""
         out.append(
-            f'<g class="legend-item"><line x1="{ml + pw + 12}" x2="{ml + pw + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>'
-            f'<text x="{ml + pw + 36}" y="{ly + 4}" class="legend">{e(s.name)}</text></g>'
+            f'<g class="legend-item">{tip}<line x1="{ml + pw + 12}" x2="{ml + pw + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>'
+            f'<text x="{ml + pw + 36}" y="{ly + 4}" class="legend">{e(name)}</text></g>'
         )
     for m in markers:
         x = (px(m.index - 1) + px(m.index)) / 2 if m.index > 0 else px(0)

@@ -147,3 +147,51 @@ def test_text_contrast(tmp_path: Path) -> None:
         == 0
     )
     assert layout(tmp_path, page, LOW_CONTRAST) == {}
+
+
+# every text of every chart that does not lie wholly inside its <svg>: cut off where the page shows it
+CLIPPED_CHART_TEXT = """(() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    const b = svg.getBoundingClientRect();
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1)
+        out.push(t.textContent);
+    }
+  }
+  return out;
+})()"""
+
+CORPUS = Path(__file__).parents[2] / "benchmarks/corpus/h200/bench"
+
+
+@needs_chromium
+@pytest.mark.parametrize("name", ["fla_ops", "tb_embedding_bwd"])
+def test_chart_labels_and_legends_stay_inside_the_chart(name: str, tmp_path: Path) -> None:
+    """Real H200 runs of recorded workloads: fla_ops' input labels (2x4096x8x128,2x64x8x128x128,... T=4096)
+    leaned off the chart's bottom, their shapes cut away, and its legend names (K0:chunk_fwd_kernel_h@
+    triton-3.6.0.ptxas-12.8.93.682629b2) ran off its right edge, the toolchain that tells two series apart
+    cut; tb_embedding_bwd's 22 series ran past the chart's foot. Labels are now shortened in the middle
+    (the full text is their hover title) and the chart grows to hold them and every legend line."""
+    path = write_html(tmp_path / f"{name}.html", compare(str(CORPUS / f"{name}.json"), toolchains=True))
+    assert layout(tmp_path, path, CLIPPED_CHART_TEXT, width=1400) == []
+    dom = path.read_text()
+    assert "<title>2x4096x8x128,2x64x8x128x128,8,2x8x128x128 T=4096</title>" in dom or name != "fla_ops"
+    assert dom.count('class="legend-item"') == len(re.findall(r'class="legend">[^<]*</text>', dom))
+
+
+@needs_chromium
+def test_same_pairs_are_listed_and_a_failed_side_draws_no_empty_ratio_chart(tmp_path: Path) -> None:
+    """fla_ops (H200): Triton 3.3.1 failed every kernel, and its comparison drew an empty new/ref ratio
+    frame; Triton 3.4.0's 4 "same" pairs were counted in the headline but listed only in the markdown.
+    The HTML lists them (folded, as the markdown) and draws no chart with nothing in it."""
+    path = write_html(tmp_path / "fla.html", compare(str(CORPUS / "fla_ops.json"), toolchains=True))
+    dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
+    sections = dom.split('<section class="comparison">')[1:]
+    assert len(sections) == 2 and "failed every kernel here" in sections[0]
+    assert 'class="chart ratio-chart"' not in sections[0] and 'class="chart ratio-chart"' in sections[1]
+    same = re.findall(r'<details class="same-pairs"><summary>Same \((\d+)\)', dom)
+    assert same == ["4"]
+    rows = re.findall(r'<table class="same">(.*?)</table>', dom, re.S)[0]
+    assert rows.count("<tr><td>fla_ops.recorded</td>") == 4

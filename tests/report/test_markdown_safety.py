@@ -162,3 +162,18 @@ def test_explain_markdown_is_inert(tmp_path: Path, toolchain: Any) -> None:
     md = report.read_text()
     assert "tdesc" in md
     assert_inert(md)
+
+
+def test_emphasis_in_outside_text_shows_as_written() -> None:
+    """An error message's ``__init__`` and ``*x*`` rendered as a bold "init" and italics in a table cell,
+    ``~~a~~`` as struck-through text. Only runs that could close emphasis are escaped: kernel names
+    (``K0:_softmax_kernel``, ``liger_layer_norm``) and ``f(*args, **kwargs)`` stay as written in the raw file."""
+    from markdown_it import MarkdownIt
+
+    error = "TypeError in __init__: f(*args, **kwargs) got *x* and ~~a~~ for K0:_softmax_kernel_"
+    md = f"| why |\n|---|\n| {md_text(error)} |\n"
+    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+    assert "<em>" not in html and "<strong>" not in html and "<s>" not in html and "<del>" not in html
+    assert unescape(html.split("<td>")[1].split("</td>")[0]) == error
+    for raw in ("liger_layer_norm x_val", "K0:_softmax_kernel@triton-3.4.0", "f(*args, **kwargs)"):
+        assert md_text(raw) == raw
