@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
+from ktriage import progress
 from ktriage.bisect.candidate import Candidate, Observation, Outcome, empty_cost
 from ktriage.bisect.outside import outside_endpoints, outside_text, saved_values
 from ktriage.bisect.workspace import (
@@ -66,8 +67,17 @@ RESOURCE_METRICS = (
 SUMMARY_FIELDS = ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")
 
 
-def check_metric(metric: str) -> str:
-    """Validate a compile metric name; a typo is a KtriageError listing the known ones."""
+def check_metric(metric: str, *, timed: bool = True) -> str:
+    """Validate a compile metric name; a typo is a KtriageError naming the nearest known one and listing
+    them all. ``timed``: whether the caller also takes ``latency`` (``bisect`` does, from a bundle;
+    ``bisect-step`` compiles the checkout and cannot time it, so its error must not offer it)."""
+    if metric == "latency" and not timed:
+        raise KtriageError(
+            f"{option('metric', '--metric', metric)} is a timed bisect's metric: bisect-step compiles the "
+            "checked-out kernels and judges a compile metric",
+            f"use a compile metric ({', '.join(RESOURCE_METRICS[:4])}, sass:OPCODE ...), or time toolchains with "
+            "`ktriage bisect --metric latency --bundle DIR` (docs/bisect_timing.md)",
+        )
     if metric.startswith("sass:") and len(metric) > 5 and metric[5:].replace(".", "").replace("_", "").isalnum():
         base, dot, modifiers = metric[5:].partition(".")
         # opcodes are upper case: sass:atomg counted 0 everywhere (modifiers may not be: F32x4)
@@ -79,9 +89,15 @@ def check_metric(metric: str) -> str:
         return metric
     if metric in RESOURCE_METRICS:
         return metric
+    import difflib
+
+    near = difflib.get_close_matches(metric, [*RESOURCE_METRICS, *(["latency"] if timed else [])], n=1, cutoff=0.6)
+    known = f"{', '.join(RESOURCE_METRICS)}, sass:OPCODE (e.g. sass:ATOMG, sass:STL)" + (
+        ", or latency (GPU time)" if timed else ""
+    )
     raise KtriageError(
-        f"unknown metric {metric!r}",
-        f"use one of {', '.join(RESOURCE_METRICS)}, sass:OPCODE (e.g. sass:ATOMG, sass:STL), or latency (GPU time)",
+        f"unknown metric {metric!r}" + (f" (did you mean {near[0]}?)" if near else ""),
+        f"use one of {known}",
     )
 
 
@@ -428,7 +444,9 @@ class KernelMeasurer:
             )
         before = self.compiler.thread_compiles()
         try:
-            toolchain = ensure_toolchain(prepared.toolchain)
+            # a release not built yet is downloaded and installed here (minutes): its steps are progress
+            with progress.task(f"toolchain {prepared.toolchain}") as step:
+                toolchain = ensure_toolchain(prepared.toolchain, progress=step.say)
         except KtriageError as exc:
             raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
         specs, unloaded = self.kernels.loaded_for(prepared)

@@ -89,7 +89,7 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     CandidateFailed if none compiles, or if one that ``inputs`` selects in the checkout's spec file
     does not."""
     here = cwd or Path(os.getcwd())
-    check_metric(cfg.metric)
+    check_metric(cfg.metric, timed=False)
     if cfg.op:
         from ktriage.catalog import expand_op
 
@@ -183,6 +183,7 @@ def record_baseline(
         )
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
+    _check_endpoints_differ(data, cfg.metric, role)
     if failed:
         data[role]["left_out"] = dict(failed)
         them, they = (
@@ -198,6 +199,28 @@ def record_baseline(
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1))
     return data
+
+
+def _check_endpoints_differ(data: BaselineFile, metric: str, role: str) -> None:
+    """Refuse (nothing written) a baseline whose good and bad endpoints give every kernel the same value,
+    as ``bisect``'s preflight refuses such a range. Why: the file was written, and every commit of
+    ``git bisect run`` then skipped with "no kernel differs between the endpoints" until git gave up
+    ("We cannot bisect more!"), never saying that the two recorded endpoints do not differ."""
+    good, bad = data.get("good"), data.get("bad")
+    if good is None or bad is None:
+        return
+    g, b = good["values"], bad["values"]
+    if any(k in b and b[k] != v for k, v in g.items()):
+        return
+    shown = ", ".join(f"{k}={v:g}" for k, v in list(g.items())[:4])
+    other = "bad" if role == "good" else "good"
+    raise KtriageError(
+        f"endpoints do not differ: {metric} is the same at the good commit {str(good.get('commit', ''))[:12]} and "
+        f"the bad commit {str(bad.get('commit', ''))[:12]} ({shown}); nothing recorded",
+        f"record the {role} baseline at a commit that shows the change (the {other} one is kept), or pick another "
+        f"{option('metric', '--metric')} (e.g. {'registers' if metric != 'registers' else 'stack_bytes'}) "
+        "for both endpoints",
+    )
 
 
 def read_baseline(path: Path) -> tuple[BaselineFile, BaselineSchema]:

@@ -939,3 +939,106 @@ def test_record_baseline_where_no_kernel_loads_keeps_every_kernels_error(
     with pytest.raises(CandidateFailed, match="no kernel of spec.toml loads: red does not load: .*; blue") as failed:
         KernelSource(repo_spec="spec.toml").specs_for(prepared)
     assert "red_kernle" in failed.value.log and "blue.py does not exist" in failed.value.log, failed.value.log
+
+
+def test_a_terminal_shows_the_round_under_test_while_it_runs(tmp_path: Path) -> None:
+    """The search reports each step (preflight, the round under test, a toolchain being installed) to the
+    progress display, but ``ktriage bisect`` made none current: on a terminal nothing showed until a
+    round had finished, for minutes when a build or a first toolchain install runs. Here stderr is a
+    real pseudo-terminal and the 4th command run (round 2) waits: the line naming it must be there."""
+    import pty
+    import select
+
+    hung = _HungBisect.make(tmp_path)
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "200"}
+    proc = subprocess.Popen([*KTRIAGE, *hung.args], stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+    try:
+        hung.wait_for_the_4th_run(proc, "progress was read")
+        deadline = time.monotonic() + 30
+        while b"round 2: " not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                seen += os.read(master, 65536)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+        hung.kill_the_4th_run()
+        os.close(master)
+    text = seen.decode(errors="replace")
+    assert "bisect 24 candidates: round 2: " in text, text[-2000:]
+    assert "untested left" in text, text[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("metric", "problem", "fix_has", "fix_lacks"),
+    [
+        (
+            "latency",
+            "metric='latency' (--metric latency) is a timed bisect's metric: bisect-step compiles the checked-out "
+            "kernels and judges a compile metric",
+            "ktriage bisect --metric latency --bundle DIR",
+            "or latency (GPU time)",
+        ),
+        (
+            "spill_store_byte",
+            "unknown metric 'spill_store_byte' (did you mean spill_store_bytes?)",
+            "stack_bytes",
+            "latency",
+        ),
+    ],
+)
+def test_bisect_step_metric_errors_offer_only_what_it_can_judge(
+    metric: str, problem: str, fix_has: str, fix_lacks: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """``bisect-step --metric latency`` was refused as "unknown metric", with a fix listing "or latency (GPU
+    time)": the one it had just refused. A typo named no nearest metric. Both before anything compiles."""
+    r = run_cli(
+        ["bisect-step", "--record-baseline", str(tmp_path / "b.json"), "--spec", "spec.toml", "--metric", metric]
+        + ["-t", TOOLCHAIN]
+    )
+    assert r.exit_code == 128 and r.problem == problem, r.output
+    assert fix_has in (r.fix or "") and fix_lacks not in (r.fix or ""), r.output
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_a_bisect_metric_typo_names_the_nearest_metric(run_cli: RunCli) -> None:
+    r = run_cli(
+        ["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.layer_norm"]
+        + ["--metric", "registrs"]
+    )
+    assert r.exit_code == exit_codes.USAGE and r.problem == "unknown metric 'registrs' (did you mean registers?)"
+    assert "or latency (GPU time)" in (r.fix or ""), r.output
+
+
+@pytest.mark.slow
+def test_bisect_step_refuses_a_bad_baseline_equal_to_the_good_one(
+    tmp_path: Path, toolchain: Any, run_cli: RunCli, monkeypatch: Any
+) -> None:
+    """Recording the bad endpoint at a commit whose values equal the good one's was accepted (exit 0);
+    every commit of ``git bisect run`` then skipped ("no kernel differs between the endpoints") until git
+    gave up with "We cannot bisect more!", never saying the endpoints do not differ. It is refused now
+    (128, as ``bisect``'s preflight refuses such a range), the good endpoint kept, nothing else written;
+    a bad commit that does differ is then recorded as before. Real compiles (triton 3.4.0)."""
+    toolchain(TOOLCHAIN)
+    repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
+    baseline = tmp_path / "b.json"
+    common = ["--spec", "spec.toml", "--metric", "spill_store_bytes", "-t", TOOLCHAIN]
+    monkeypatch.chdir(repo.path)
+    git(repo.path, "checkout", "-q", repo.commits[0])
+    assert run_cli(["bisect-step", "--record-baseline", str(baseline), *common]).exit_code == 0
+    good_only = baseline.read_text()
+    git(repo.path, "checkout", "-q", repo.commits[1])  # before the culprit: the same spills as the good one
+    r = run_cli(["bisect-step", "--record-baseline", str(baseline), "--as", "bad", *common])
+    assert r.exit_code == 128, r.output
+    assert r.problem == (
+        f"endpoints do not differ: spill_store_bytes is the same at the good commit {repo.commits[0][:12]} and the "
+        f"bad commit {repo.commits[1][:12]} (red=0); nothing recorded"
+    ), r.output
+    assert (r.fix or "").startswith("record the bad baseline at a commit that shows the change (the good one is kept)")
+    assert baseline.read_text() == good_only
+    git(repo.path, "checkout", "-q", repo.culprit)
+    r = run_cli(["bisect-step", "--record-baseline", str(baseline), "--as", "bad", *common])
+    assert r.exit_code == 0, r.output
+    assert json.loads(baseline.read_text())["bad"]["values"]["red"] > 0
