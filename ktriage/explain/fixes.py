@@ -30,7 +30,7 @@ from typing import Any, TypedDict
 from ktriage import progress
 from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError, SpecError, option
+from ktriage.errors import KtriageError, option
 from ktriage.explain.engine import (
     Explainer,
     ExplainResult,
@@ -45,7 +45,7 @@ from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import spec_sm_count
-from ktriage.spec.source import resolve_source_file, split_source
+from ktriage.spec.source import kernel_def, resolve_source_file, split_source
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain
 
 DEFAULT_USAGE_LEVELS = (0, 10)
@@ -185,10 +185,7 @@ def plan_relaxed_atomics(source_text: str, function: str) -> RelaxPlan:
     """Find the ``atomic_add`` calls of ``function`` and the hazards that make ``relaxed`` unsafe:
     a used result (the old value is read: ordering is part of the algorithm), a lock/flag pattern
     (atomic_cas/atomic_xchg, barriers), or a load from the pointer the atomic updates."""
-    tree = ast.parse(source_text)
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function), None)
-    if fn is None:
-        raise SpecError(f"no function {function!r} in the kernel source", "check the spec's source")
+    fn = kernel_def(ast.parse(source_text), function, "the kernel source")  # Class.kernel, a factory's result too
     bare_calls = {id(stmt.value) for stmt in ast.walk(fn) if isinstance(stmt, ast.Expr)}
     sites: list[AtomicSite] = []
     targets: set[str] = set()

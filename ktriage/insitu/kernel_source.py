@@ -35,22 +35,57 @@ class ExtractError(Exception):
     """The kernel's own source cannot be cut out of its module (no such function, unparsable file)."""
 
 
+class MadeAtImport(ExtractError):
+    """The kernel is a module-level name bound when the module runs (``scale2 = make_scale_kernel(2.0)``,
+    a factory's result): no ``def`` of that name exists to cut out, only the imported module has it."""
+
+    def __init__(self, name: str, statement: ast.stmt) -> None:
+        text = ast.unparse(statement)
+        self.statement = f"line {statement.lineno} `{text if len(text) <= 80 else text[:79] + '…'}`"
+        super().__init__(f"{name!r} is made when the module runs ({self.statement}), not written as a def")
+
+
 def find_function(tree: ast.Module, qualname: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]:
     """The ``def`` of ``qualname`` (``Operator.softmax_kernel``, ``make.<locals>.kernel``) and whether
     it is a top-level statement of the module."""
+    chain = find_chain(tree, qualname)
+    node = chain[-1]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise ExtractError(f"{qualname!r} is not a function in its module")
+    return node, len(chain) == 1
+
+
+def find_chain(tree: ast.Module, qualname: str) -> list[ast.AST]:
+    """The defs and classes ``qualname`` walks through, outermost first (``RMSNorm.fwd_kernel``: the
+    class, then the def): a spec's loader tells a kernel in a class body (an attribute the worker
+    takes) from one in a function body (its closed-over values exist only when the function runs)."""
     parts = [p for p in qualname.split(".") if p != "<locals>"]
     if not parts:
         raise ExtractError(f"empty function name {qualname!r}")
     scope: Sequence[ast.stmt] = tree.body
-    node: ast.AST | None = None
+    chain: list[ast.AST] = []
     for depth, part in enumerate(parts):
         node = _named(scope, part, nested=depth > 0)
         if node is None:
+            made = _assigned(tree, part) if depth == 0 else None
+            if made is not None:  # `scale2 = make_scale_kernel(2.0)`: only the imported module has it
+                raise MadeAtImport(part, made)
             raise ExtractError(f"the module defines no {'.'.join(parts[: depth + 1])!r}")
+        chain.append(node)
         scope = getattr(node, "body", [])
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        raise ExtractError(f"{qualname!r} is not a function in its module")
-    return node, len(parts) == 1
+    return chain
+
+
+def _assigned(tree: ast.Module, name: str) -> ast.stmt | None:
+    """The last top-level ``name = ...`` statement, if any."""
+    found = None
+    for stmt in tree.body:
+        targets = (
+            stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            found = stmt
+    return found
 
 
 def _named(body: Sequence[ast.stmt], name: str, *, nested: bool) -> ast.AST | None:

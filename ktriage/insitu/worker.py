@@ -237,6 +237,15 @@ def _load(module_part: str, fn_name: str, recorded: dict[str, object]) -> Any:
         apply_recorded(recorded)
         return fn
     except _ExtractFailed as exc:
+        made = exc.__cause__
+        if import_error is not None and isinstance(made, kernel_source.MadeAtImport):
+            raise WorkerError(
+                "import",
+                f"importing {module_part} failed: {root_cause(import_error)}; {fn_name} is made when the module "
+                f"runs ({made.statement}), not written as a def, so it cannot be compiled from its own source\n"
+                f"fix: {fn_name} exists only in the imported module: make the module import without a GPU, or "
+                "write the kernel as a module-level @triton.jit def",
+            ) from import_error
         if import_error is not None:
             raise WorkerError(
                 "import",
@@ -510,6 +519,8 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
     fn = _attribute(module, qualname.split(".")[-1])
     if fn is None:
         raise _ExtractFailed(f"the extracted source defines no {qualname}")
+    if isinstance(fn, (staticmethod, classmethod)):  # a kernel of a class body, `@staticmethod @triton.jit`
+        fn = fn.__func__
     return fn
 
 
@@ -535,6 +546,15 @@ def root_cause(exc: BaseException) -> str:
     """``Type: message`` of the innermost exception of a chain (``raise ... from e`` or raised while
     handling another): where Triton wraps a callee's error in a CompilationError that says only where,
     the innermost one says what (``gdc_wait() got an unexpected keyword argument '_semantic'``)."""
+    inner = innermost(exc)
+    message = str(inner).strip()
+    if type(inner).__name__ in ("CompilationError", "CompileTimeAssertionFailure") and "\n" in message:
+        message = message.splitlines()[-1].strip()
+    return f"{type(inner).__name__}: {message}" if message else f"{type(inner).__name__}{raised_at(inner)}"
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The innermost exception of a chain (``raise ... from e`` or raised while handling another)."""
     seen: set[int] = set()
     inner = exc
     while id(inner) not in seen:
@@ -543,10 +563,61 @@ def root_cause(exc: BaseException) -> str:
         if nxt is None:
             break
         inner = nxt
-    message = str(inner).strip()
-    if type(inner).__name__ in ("CompilationError", "CompileTimeAssertionFailure") and "\n" in message:
-        message = message.splitlines()[-1].strip()
-    return f"{type(inner).__name__}: {message}" if message else type(inner).__name__
+    return inner
+
+
+def closure_hint(fn: Any, exc: BaseException) -> tuple[str, str] | None:
+    """What a failure means and its fix when the name Triton could not read is one the kernel closes
+    over (a kernel a factory made: ``scale2 = make_scale_kernel(2.0)``), or None. Why: Triton's NameError
+    says only that it did not find the value: releases before 3.4 read a kernel's module globals only,
+    later ones its closed-over values too but only ``tl.constexpr`` ones. No spec can give such a value;
+    the kernel must be written so that Triton sees it (the real JIT of that release fails the same way)."""
+    inner = innermost(exc)
+    code = getattr(getattr(fn, "fn", None), "__code__", None)
+    # Triton raises the NameError inside the CompilationError or appends its repr as the last line
+    text = str(inner) if isinstance(inner, NameError) else (str(inner).strip().splitlines() or [""])[-1]
+    if code is None or not (isinstance(inner, NameError) or text.startswith("NameError(")):
+        return None
+    words = set(text.replace("'", " ").replace('"', " ").replace("`", " ").split())
+    names = [n for n in code.co_freevars if n in words]
+    if not names:
+        return None
+    name = names[0]
+    if "constexpr" in text:
+        return (
+            f"the kernel reads {name}, a value it closes over (its factory's) that is not a tl.constexpr, and "
+            "Triton compiles only constexpr ones",
+            f"make it one where the factory defines it (`{name} = tl.constexpr({name})`), or pass it to the kernel "
+            "as a parameter",
+        )
+    return (
+        f"the kernel reads {name}, a value it closes over (its factory's), and this Triton reads only the "
+        "kernel's module globals (Triton 3.4 and later read closed-over tl.constexpr values)",
+        f"make {name} a module-level tl.constexpr, or a tl.constexpr parameter of the kernel",
+    )
+
+
+def raised_at(exc: BaseException) -> str:
+    """`` at triton/language/semantic.py:1591 `assert acc.type.element_ty == out_dtype` ``: where an
+    exception without a message was raised (its traceback's last frame, the statement's text when the
+    file is readable), or ''. Why: a bare ``assert`` in Triton's semantic layer (``tl.dot`` of int8 with
+    an int32 accumulator on 3.6) reaches the user as ``AssertionError`` alone; the asserted condition
+    is what says what to change. A file of an installed package is named from its package folder."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return ""
+    last = frames[-1]
+    path = last.filename.replace(os.sep, "/")
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            path = path.rpartition(marker)[2]
+            break
+    else:
+        path = os.path.basename(path)
+    text = " ".join((last.line or "").split())
+    return f" at {path}:{last.lineno}" + (f" `{text}`" if text else "")
 
 
 def with_root_cause(exc: BaseException) -> str:
@@ -806,12 +877,15 @@ def compile_in_process(spec: SpecJSON, sys_path: list[str] | None = None) -> Com
         kind = "assemble" if runs and runs[-1].get("returncode") not in (0, None) else "compile"
         message = with_root_cause(exc)
         missing = placeholder_reads(fn)
+        closure = closure_hint(fn, exc)
         if missing:  # the cause a person needs first: the kernel truly needs a module that is missing
             message = (
                 f"the kernel reads {', '.join(missing)}, which is not installed in this toolchain (a "
                 f"placeholder stood for it): {root_cause(exc)}\n{message}\nfix: install what the kernel "
                 f"reads into the toolchain, or give the kernel the value it needs as a tl.constexpr"
             )
+        elif closure is not None:
+            message = f"{closure[0]}\n{message}\nfix: {closure[1]}"
         raise WorkerError(kind, message) from exc
     asm = dict(kernel.asm)
     result = CompileResult()

@@ -58,12 +58,15 @@ class ParamInfo:
 
 
 def split_source(source: str) -> tuple[str, str]:
-    """``'a/b.py:fn'`` -> ``('a/b.py', 'fn')``; ``'pkg.mod:fn'`` -> ``('pkg.mod', 'fn')``."""
+    """``'a/b.py:fn'`` -> ``('a/b.py', 'fn')``; ``'pkg.mod:fn'`` -> ``('pkg.mod', 'fn')``; a kernel in a
+    class body: ``'a/b.py:Norm.fwd'`` -> ``('a/b.py', 'Norm.fwd')`` (the worker takes ``Norm.fwd`` off the
+    imported module)."""
     where, sep, fn = source.rpartition(":")
-    if not sep or not where or not fn or not fn.isidentifier():
+    if not sep or not where or not fn or not all(p.isidentifier() or p == "<locals>" for p in fn.split(".")):
         raise SpecError(
             f"kernel source {source!r} does not name a function",
-            "write it as 'path/to/file.py:function' or 'package.module:function'",
+            "write it as 'path/to/file.py:function', 'package.module:function', or "
+            "'path/to/file.py:Class.function' for a kernel in a class body",
         )
     return where, fn
 
@@ -232,14 +235,228 @@ def jit_functions(path: Path) -> list[str]:
     return out
 
 
+_MAX_ALIASES = 8
+
+
+def kernel_def(tree: ast.Module, function: str, where: str) -> ast.FunctionDef:
+    """The ``def`` whose parameters are the kernel ``function``'s, the way the compile worker finds the
+    kernel (an attribute of the imported module, ``insitu/worker._attribute``): a top-level def; a def
+    in a class body (``Norm.fwd``); or a module-level name bound to a kernel made at import time,
+    ``scale2 = make_scale_kernel(2.0)`` (the def the factory returns, which the worker gets with its
+    closed-over values), ``k = triton.jit(_k)`` or ``k = other_kernel``. ``where`` names the file in errors.
+
+    Why here: the spec is checked against these parameters before any worker starts, and a kernel
+    that only a running function can make (a def in a function body that reads the function's
+    values) cannot be compiled from a spec at all; that is said here, with what to point at instead."""
+    if "." in function:
+        return _qualified_def(tree, function, where)
+    return _bound_def(tree, function, where, depth=0)
+
+
+def _qualified_def(tree: ast.Module, function: str, where: str) -> ast.FunctionDef:
+    from ktriage.insitu.kernel_source import ExtractError, find_chain
+
+    try:
+        chain = find_chain(tree, function)
+    except ExtractError:
+        raise SpecError(f"{where} defines no function {function!r}", _candidates_hint(tree, function)) from None
+    node = chain[-1]
+    if not isinstance(node, ast.FunctionDef):
+        inside = _class_kernels(node, function) if isinstance(node, ast.ClassDef) else []
+        raise SpecError(
+            f"{where}: {function} is {'a class' if isinstance(node, ast.ClassDef) else 'an async def'}, not a function",
+            f"name a @triton.jit function in it: {', '.join(inside)}" if inside else "name a @triton.jit function",
+        )
+    outer = [n for n in chain[:-1] if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    closed = sorted(_closed_over(node, outer))
+    if closed:
+        maker = outer[-1].name
+        made = [name for name, stmt in _bindings(tree).items() if _calls(stmt, maker)]
+        point = (
+            f"point source at {' or '.join(made)}, the module-level name that holds a kernel {maker} made, "
+            if made
+            else f"bind a kernel {maker} makes to a module-level name (`k = {maker}(...)`) and point source at it, "
+        )
+        as_params = "as a tl.constexpr parameter" if len(closed) == 1 else "as tl.constexpr parameters"
+        raise SpecError(
+            f"{where}: {function} is defined inside the function {maker} and reads {', '.join(closed)} from it: "
+            f"those values exist only when {maker} runs, and a spec cannot give them",
+            point + f"or write the kernel at module level with {', '.join(closed)} {as_params}",
+        )
+    return node
+
+
+def _closed_over(fn: ast.FunctionDef, outer: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> set[str]:
+    """The names ``fn`` reads that an enclosing function binds (its parameters, assignments, imports, defs)."""
+    local = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    reads = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+    bound: set[str] = set()
+    for scope in outer:
+        bound |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+        for node in ast.walk(scope):
+            if node is fn:
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not scope:
+                bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound |= {a.asname or a.name.split(".")[0] for a in node.names}
+    return reads & bound
+
+
+def _bindings(tree: ast.Module, before: int | None = None) -> dict[str, ast.stmt]:
+    """Each module-level name's last binding statement among the top-level defs and plain assignments
+    (``name = ...``, ``name: T = ...``): the one the imported module holds (``before``: the one a
+    statement at that line sees, as in ``k = triton.jit(k)``)."""
+    out: dict[str, ast.stmt] = {}
+    for stmt in tree.body:
+        if before is not None and stmt.lineno >= before:
+            break
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            out[stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    out[target.id] = stmt
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            out[stmt.target.id] = stmt
+    return out
+
+
+def _calls(stmt: ast.stmt, function: str) -> bool:
+    value = getattr(stmt, "value", None) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == function
+
+
+def _is_jit(call: ast.expr) -> bool:
+    """``triton.jit``, ``jit``, ``triton.jit(...)`` (the decorator or the call that makes a kernel)."""
+    target = call.func if isinstance(call, ast.Call) else call
+    return ast.unparse(target).split(".")[-1] == "jit"
+
+
+def _bound_def(tree: ast.Module, name: str, where: str, depth: int, before: int | None = None) -> ast.FunctionDef:
+    """The def behind the module-level name ``name`` (see :func:`kernel_def`)."""
+    stmt = _bindings(tree, before).get(name)
+    if isinstance(stmt, ast.FunctionDef):
+        return stmt
+    if isinstance(stmt, ast.ClassDef):
+        inside = _class_kernels(stmt)
+        raise SpecError(
+            f"{where}: {name} is a class, not a function",
+            f"name a @triton.jit function in it: {', '.join(inside)}" if inside else "name a @triton.jit function",
+        )
+    if stmt is None:
+        raise SpecError(f"{where} defines no function {name!r}", _candidates_hint(tree, name))
+    value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+    made = None if depth > _MAX_ALIASES else _made_by(tree, value, where, depth, stmt.lineno)
+    if made is None:
+        text = ast.unparse(stmt)
+        raise SpecError(
+            f"{where}: {name} is bound by `{text if len(text) <= 80 else text[:79] + '…'}` (line {stmt.lineno}), "
+            "and ktriage cannot tell from the source which @triton.jit def that makes (it reads a kernel's "
+            "parameters from its def before any toolchain runs)",
+            "point source at the @triton.jit def itself (a module-level def, or Class.kernel for one in a class "
+            "body), or have a function of this file return the kernel it defines (`k = make_kernel(...)`)",
+        )
+    return made
+
+
+def _made_by(tree: ast.Module, value: ast.expr | None, where: str, depth: int, line: int) -> ast.FunctionDef | None:
+    """The def an assigned value is: another name's (an alias), ``triton.jit(f)``'s ``f``, or the def a
+    function of this module returns (a factory: ``make_kernel(2.0)``); None when the source does not say."""
+    if isinstance(value, ast.Name):
+        return _bound_def(tree, value.id, where, depth + 1, line)
+    if not isinstance(value, ast.Call):
+        return None
+    if _is_jit(value) and value.args and isinstance(value.args[0], ast.Name):
+        return _bound_def(tree, value.args[0].id, where, depth + 1, line)
+    if not isinstance(value.func, ast.Name):
+        return None
+    factory = _bindings(tree, line).get(value.func.id)
+    if not isinstance(factory, ast.FunctionDef):
+        return None
+    return _returned_def(factory)
+
+
+def _returned_def(factory: ast.FunctionDef) -> ast.FunctionDef | None:
+    """The def every ``return`` of ``factory`` returns (``return kernel`` or ``return triton.jit(kernel)``,
+    ``kernel`` a def in its body), or None when they return anything else or different defs."""
+    defs = {n.name: n for n in ast.walk(factory) if isinstance(n, ast.FunctionDef) and n is not factory}
+    found: set[str] = set()
+    todo: list[ast.AST] = list(factory.body)
+    while todo:  # its own returns, not those of the defs inside it
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            value = node.value
+            if isinstance(value, ast.Call) and _is_jit(value) and value.args:
+                value = value.args[0]
+            if not isinstance(value, ast.Name) or value.id not in defs:
+                return None
+            found.add(value.id)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return defs[found.pop()] if len(found) == 1 else None
+
+
+def kernel_names(tree: ast.Module) -> list[str]:
+    """What a spec's ``source`` can name in a module, in file order: its @triton.jit defs, those in its
+    classes' bodies (``Class.kernel``) and the module-level names bound to a kernel made at import time."""
+    out: list[str] = []
+    for name, stmt in _bindings(tree).items():
+        if isinstance(stmt, ast.FunctionDef):
+            if any(_is_jit(d) for d in stmt.decorator_list):
+                out.append(name)
+        elif isinstance(stmt, ast.ClassDef):
+            out += _class_kernels(stmt)
+        else:
+            try:
+                made = _bound_def(tree, name, "", depth=0)
+            except SpecError:
+                continue
+            if any(_is_jit(d) for d in made.decorator_list) or _jit_call(tree, stmt):
+                out.append(name)
+    return out
+
+
+def _jit_call(tree: ast.Module, stmt: ast.stmt) -> bool:
+    """``k = triton.jit(_k)``, or a name for such a ``k`` (the def itself is no kernel then)."""
+    for _ in range(_MAX_ALIASES):
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call):
+            return _is_jit(value)
+        if not isinstance(value, ast.Name) or value.id not in (bindings := _bindings(tree)):
+            return False
+        stmt = bindings[value.id]
+    return False
+
+
+def _class_kernels(cls: ast.ClassDef, qualname: str = "") -> list[str]:
+    """``Class.kernel`` for each @triton.jit def of a class body."""
+    return [
+        f"{qualname or cls.name}.{n.name}"
+        for n in cls.body
+        if isinstance(n, ast.FunctionDef) and any(_is_jit(d) for d in n.decorator_list)
+    ]
+
+
+def _candidates_hint(tree: ast.Module, function: str) -> str:
+    """The kernels the file has that a misspelled ``function`` may mean (never a plain host function,
+    such as the factory that made one, while the file has kernels)."""
+    kernels = kernel_names(tree)
+    if kernels:
+        close = difflib.get_close_matches(function, kernels, n=3)
+        return f"did you mean {', '.join(close)}?" if close else f"kernels in the file: {', '.join(kernels)}"
+    funcs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    close = difflib.get_close_matches(function, funcs, n=3)
+    return f"did you mean {', '.join(close)}?" if close else f"functions in the file: {', '.join(funcs) or 'none'}"
+
+
 def read_params(path: Path, function: str) -> list[ParamInfo]:
-    """Parameters of the top-level function ``function`` in ``path``, in order."""
-    funcs = {n.name: n for n in _parse(path).body if isinstance(n, ast.FunctionDef)}
-    fn = funcs.get(function)
-    if fn is None:
-        close = difflib.get_close_matches(function, list(funcs), n=3)
-        hint = f"did you mean {', '.join(close)}?" if close else f"functions in the file: {', '.join(funcs) or 'none'}"
-        raise SpecError(f"{path} defines no function {function!r}", hint)
+    """Parameters of the kernel ``function`` in ``path``, in order (:func:`kernel_def` finds its def)."""
+    fn = kernel_def(_parse(path), function, str(path))
     a = fn.args
     if a.vararg or a.kwarg:
         raise SpecError(f"{function} takes *args/**kwargs", "Triton kernels need named parameters only")

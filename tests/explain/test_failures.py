@@ -5,6 +5,7 @@ real Triton 3.4.0 CompilationError and on the message formats of the compile sta
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,56 @@ def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, 
     assert one_line(failure.message) == (
         "CompilationError at 3:8 (`w = tl.reshape(v, [BM, 3])`): ValueError: Shape element 1 must be a power of 2"
     )
+
+
+INT8_DOT = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def int8_mm(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.int32)
+    for k in range(0, K, BLOCK):
+        a = tl.load(a_ptr + r[:, None] * K + (k + r[None, :]))
+        b = tl.load(b_ptr + (k + r[:, None]) * BLOCK + r[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + r[:, None] * BLOCK + r[None, :], acc)
+"""
+
+
+@pytest.mark.slow  # real compiles with Triton 3.4.0 and 3.6.0
+def test_a_bare_triton_assertion_says_where_and_what_it_asserted(tmp_path: Path, toolchain: Any) -> None:
+    """Triton 3.6's tl.dot asserts that the accumulator has the dot's out_dtype (int8 x int8 needs
+    ``out_dtype=tl.int32`` next to an int32 ``acc``) with a bare ``assert``: the failure used to read
+    ``... (`acc = tl.dot(a, b, acc)`): AssertionError`` and no more. The worker names where the assertion
+    was raised and its text (insitu/worker.raised_at); 3.4.0, which compiles it, keeps its result."""
+    import ktriage.api as kt
+    from ktriage.compile.compiler import CompileFailure
+    from ktriage.explain.engine import KernelResult
+
+    (tmp_path / "mm.py").write_text(INT8_DOT)
+    (tmp_path / "mm.toml").write_text(
+        '[kernel]\nsource = "mm.py:int8_mm"\ngrid = [1]\n[kernel.args]\n'
+        'a_ptr = { dtype = "int8", shape = [64, 256] }\nb_ptr = { dtype = "int8", shape = [256, 64] }\n'
+        'c_ptr = { dtype = "int32", shape = [64, 64] }\nK = 256\nBLOCK = 64\n'
+    )
+    toolchain("triton==3.4.0")
+    toolchain("triton==3.6.0")
+    report = kt.explain(target=tmp_path / "mm.toml", toolchains=["triton==3.4.0", "triton==3.6.0"])
+    cells = {str(r.toolchain.spec): r for r in report.result.specs[0].results.values()}
+    assert isinstance(cells["triton==3.4.0"], KernelResult)
+    failed = cells["triton==3.6.0"]
+    assert isinstance(failed, CompileFailure)
+    line = one_line(failed.message)
+    assert re.fullmatch(
+        r"CompilationError at 7:14 \(`acc = tl\.dot\(a, b, acc\)`\): AssertionError at "
+        r"triton/language/semantic\.py:\d+ `assert .*acc\.type\.element_ty == out_dtype`",
+        line,
+    ), line
+    (failure,) = report.to_json()["failures"]
+    assert failure["toolchain"] == "triton==3.6.0" and line in failure["summary"]
 
 
 @pytest.mark.parametrize(
