@@ -19,7 +19,7 @@ from ktriage.api import bisect_step as step_api
 from ktriage.cli import bisect_options as o
 from ktriage.cli import exit_codes
 from ktriage.cli import options as opt
-from ktriage.cli.console import make_console, print_error
+from ktriage.cli.console import make_console, make_progress, print_error
 from ktriage.cli.options import Format
 from ktriage.errors import KtriageError
 
@@ -71,7 +71,10 @@ def bisect(
     opt.check_format(fmt, o.FORMATS)
     outputs = opt.merge_outputs(output, md=markdown, json=json_path)
     opt.check_outputs(outputs, o.WRITERS, inputs=[spec])
-    report = bisect_api(**o.bisect_args(given), say=lambda m: console.print(escape(m), highlight=False))
+    # The display shows the running round (its candidates, the time spent): without it a round of real
+    # builds (30 minutes, on the cluster or here) printed nothing between the round before and its end.
+    with make_progress(console):
+        report = bisect_api(**o.bisect_args(given), say=lambda m: console.print(escape(m), highlight=False))
     writers = {".md": report.to_markdown, ".json": report.json_text}
     opt.emit(fmt, writers, lambda: report.print_table(make_console()), outputs)
     console.print(f"state: {escape(str(report.state_path))}")

@@ -939,3 +939,35 @@ def test_record_baseline_where_no_kernel_loads_keeps_every_kernels_error(
     with pytest.raises(CandidateFailed, match="no kernel of spec.toml loads: red does not load: .*; blue") as failed:
         KernelSource(repo_spec="spec.toml").specs_for(prepared)
     assert "red_kernle" in failed.value.log and "blue.py does not exist" in failed.value.log, failed.value.log
+
+
+def test_a_bisect_on_a_terminal_shows_the_round_it_is_in(tmp_path: Path) -> None:
+    """The verb printed each candidate once its round ended and nothing in between: a round of real
+    builds (30 minutes, on a cluster or here) looked hung. On a terminal (a real pseudo-terminal here) the
+    running round shows now, with its candidates, as the other verbs' progress does."""
+    import pty
+
+    repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=3)
+    script, _log = check_script(tmp_path, "sleep 0.5")
+    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
+    args += ["--command", f"sh {script}", "--state", str(tmp_path / "state.json"), "--no-explain"]
+    env = {k: v for k, v in os.environ.items() if k != "KTRIAGE_PROGRESS"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=follower, env=env)
+    os.close(follower)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the bisect ended
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+        proc.wait(timeout=120)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == exit_codes.OK, shown[-2000:]
+    assert "bisect 6 candidates: round 1: " in shown, shown[-2000:]
