@@ -10,7 +10,8 @@ layers put it at the top, next to ``cli``). Every generator is seeded.
   tests and ``examples/ci/nightly_local.sh``);
 - :class:`FakeNoisyTimings`, :func:`fake_candidates`: a fake GPU measurement with a known culprit
   for the time bisect (its tests and ``benchmarks/bisect/noisy_bisect.py``);
-- :func:`fake_timing_job`: a fake GPU timing job (the cluster tests' placement checks).
+- :func:`fake_timing_job`: a fake GPU timing job (the cluster tests' placement checks);
+- :func:`fake_unfit_job`: a fake job that finds some cluster nodes unfit for it (the cluster tests).
 """
 
 from __future__ import annotations
@@ -250,3 +251,18 @@ def fake_timing_job(variants: list[str], samples: int = 8, seed: int = 0) -> dic
         "hostname": socket.gethostname(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
+
+
+def fake_unfit_job(unfit_nodes: Sequence[str]) -> str:
+    """A FAKE job that finds the Ray nodes ``unfit_nodes`` unfit for it (raises ``NodeUnfit`` there, as
+    a compile job does on a node that cannot build its toolchain) and returns the id of the node it ran
+    on anywhere else: the cluster tests check that such a job moves to a fit node, and fails naming
+    every node when none is."""
+    import ray
+
+    from ktriage.execute.base import NodeUnfit
+
+    node = str(ray.get_runtime_context().get_node_id())
+    if node in unfit_nodes:
+        raise NodeUnfit("cannot build the toolchain triton==0.0 here (a FAKE reason)", "build it on that node")
+    return node

@@ -26,10 +26,17 @@ from typing import Any, TypedDict
 
 from ktriage.bisect.candidate import Candidate, Observation, empty_cost
 from ktriage.bisect.decide import MeasureFn
-from ktriage.bisect.predicates import BisectAbort, CommandPredicate, KernelMeasurer, KernelSource, MetricPredicate
-from ktriage.bisect.workspace import Workspace
+from ktriage.bisect.predicates import (
+    BisectAbort,
+    CommandPredicate,
+    KernelMeasurer,
+    KernelSource,
+    Measured,
+    MetricPredicate,
+)
+from ktriage.bisect.workspace import Prepared, ToolchainUnavailable, Workspace
 from ktriage.errors import KtriageError, MeasureError, option
-from ktriage.execute.base import Executor, Job, JobResult, PinnedWorker, Placement
+from ktriage.execute.base import Executor, Job, JobResult, NodeUnfit, PinnedWorker, Placement
 from ktriage.home import home_subdir
 from ktriage.schema.jsontypes import JSONObject
 
@@ -67,8 +74,26 @@ def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict
     from ktriage.compile.remote import node_compiler
 
     assert cfg.metric is not None and cfg.kernels is not None
-    measurer = KernelMeasurer(cfg.kernels, node_compiler(cfg.cache_dir))
+    measurer = _NodeMeasurer(cfg.kernels, node_compiler(cfg.cache_dir))
     return MetricPredicate(cfg.metric, measurer, node_workspace(cfg))._measure(candidate)
+
+
+class _NodeMeasurer(KernelMeasurer):
+    """A node's measurer: a candidate toolchain this node cannot install makes the node unfit for the job
+    (``NodeUnfit``: the executor tries another node) instead of a skip. One node without a package index
+    for the wheel's dependencies aborted the whole bisect when it drew an endpoint ("the bad endpoint
+    could not be tested"), and skipped any other candidate it drew: the answer depended on the node."""
+
+    def measure(self, prepared: Prepared) -> Measured:
+        try:
+            return super().measure(prepared)
+        except ToolchainUnavailable as exc:
+            why = " ".join(line.strip() for line in exc.reason.splitlines() if line.strip())
+            raise NodeUnfit(
+                f"{why[:300]} (on this node)",
+                "make the toolchain installable on that node (its package index, network, disk), or start the "
+                "cluster without it (docs/cluster.md)",
+            ) from None
 
 
 class CommandJobResult(TypedDict, total=False):
@@ -112,7 +137,7 @@ class ClusterMetricPredicate(MetricPredicate):
         for cand, result in zip(candidates, self.executor.run(jobs)):
             if result.ok and result.value is not None:
                 out.append(result.value)
-            elif result.lost:
+            elif result.lost or result.unfit:  # no node could install its toolchain: a skip, as locally
                 out.append((_lost(cand, result), None))
             else:
                 raise KtriageError(

@@ -28,6 +28,7 @@ from ktriage.bisect.outside import outside_endpoints, outside_text, saved_values
 from ktriage.bisect.workspace import (
     CandidateFailed,
     Prepared,
+    ToolchainUnavailable,
     Workspace,
     run_shell,
     tail,
@@ -448,7 +449,7 @@ class KernelMeasurer:
             with progress.task(f"toolchain {prepared.toolchain}") as step:
                 toolchain = ensure_toolchain(prepared.toolchain, progress=step.say)
         except KtriageError as exc:
-            raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
+            raise ToolchainUnavailable(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
         specs, unloaded = self.kernels.loaded_for(prepared)
         explainer = Explainer(self.compiler)
         results: dict[str, KernelResult] = {}

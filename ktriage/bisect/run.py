@@ -39,7 +39,7 @@ from ktriage.bisect.sources import (
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError, option
-from ktriage.execute.base import Executor
+from ktriage.execute.base import Executor, remote_label
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -523,7 +523,11 @@ class _Run:
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
         record = self.state.stage(number, name, candidates)
-        self.say(f"{name}: {plural(len(candidates), 'candidate')}, {candidates[0].label} .. {candidates[-1].label}")
+        where = remote_label(self.executor)  # the cluster the candidates go to, as explain's progress names it
+        self.say(
+            f"{name}: {plural(len(candidates), 'candidate')}, {candidates[0].label} .. {candidates[-1].label}"
+            + (f"; tested on {where}" if where else "")
+        )
 
         def on_round(r: int, batch: list[Observation]) -> None:
             for o in batch:

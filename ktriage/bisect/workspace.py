@@ -38,6 +38,12 @@ class CandidateFailed(Exception):
         self.log = log
 
 
+class ToolchainUnavailable(CandidateFailed):
+    """The candidate's toolchain (a release, or the wheel its build made) cannot be installed here. A
+    skip like any other locally; on a cluster node it may be the node's fault (no package index there
+    for the wheel's dependencies), so the job tries another node first (``bisect/cluster.py``)."""
+
+
 @dataclass
 class Prepared:
     """A candidate ready to test."""

@@ -10,7 +10,9 @@ returns the entry's files through Ray's object store; the driver publishes them 
 in its cache as each job finishes, so an interrupted sweep keeps what finished, as locally. With
 ``KTRIAGE_CLUSTER_SHARED_CACHE=1`` the driver's cache directory is on storage every node mounts at
 the same path: nodes compile straight into it and return no bytes. Each node builds a toolchain once,
-under the toolchain manager's file lock (``ensure_toolchain``).
+under the toolchain manager's file lock (``ensure_toolchain``), and only its Triton build
+(:func:`frontend_toolchain`): the ptxas stage is this machine's. A node that cannot build it raises
+``NodeUnfit``: the executor sends the job to another node.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ktriage.compile.compiler import CompileFailure, CompileOutcome, Compiler
-from ktriage.errors import CompileError
-from ktriage.execute.base import Executor, Job, JobResult
+from ktriage.errors import CompileError, ToolchainError
+from ktriage.execute.base import Executor, Job, JobResult, NodeUnfit
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
@@ -51,7 +54,18 @@ def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None
     from ktriage.toolchain.manager import ensure_toolchain
 
     compiler = node_compiler(shared_cache)
-    toolchain = ensure_toolchain(toolchain_spec)  # built once per node, under the manager's file lock
+    try:
+        toolchain = ensure_toolchain(toolchain_spec)  # built once per node, under the manager's file lock
+    except ToolchainError as exc:
+        # The driver built this toolchain, so it exists: this node cannot build it (no package index or
+        # network here, a full disk). Another node may compile the cell (the executor sends it there).
+        # The toolchain's own fix ("pick an existing version, e.g. triton==3.4.0") was wrong here.
+        why = " ".join(line.strip() for line in exc.problem.splitlines() if line.strip())
+        raise NodeUnfit(
+            f"cannot build the toolchain {toolchain_spec} here: {why[:300]}",
+            f"make `ktriage toolchain add '{toolchain_spec}'` work on that node (its package index, network, "
+            "disk; KTRIAGE_HOME), or start the cluster without it (docs/cluster.md)",
+        ) from None
     before = compiler.frontend_compiles
     front = compiler.frontend(spec, toolchain)
     compiled = compiler.frontend_compiles - before
@@ -63,6 +77,14 @@ def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None
         else {p.relative_to(front.dir).as_posix(): p.read_bytes() for p in sorted(front.dir.rglob("*")) if p.is_file()}
     )
     return {"ok": True, "compiled": compiled, "files": files}
+
+
+def frontend_toolchain(toolchain: Toolchain) -> str:
+    """The toolchain a node needs for a frontend job: the Triton build alone. The frontend is the same for
+    every ptxas (its key names the Triton build only) and the ptxas stage runs here, so a node has no use
+    for the toolchain's ptxas; sent the whole spec, a node that could not fetch its ptxas release (or
+    lacked the local ptxas path) was unfit for cells it could compile."""
+    return str(replace(toolchain.spec, ptxas_version=None, ptxas_path=None, ptxas_options=()))
 
 
 def publish_frontend(compiler: Compiler, key: str, files: dict[str, bytes]) -> None:
@@ -131,7 +153,8 @@ def compile_many_remote(
                 finish(i, compiler.compile(*pairs[i]))  # a cache hit here: nothing to send
             continue
         spec, tc = pairs[idx[0]]
-        jobs.append(Job("compile", frontend_job, (spec, str(tc.spec), shared), key=key, label=f"compile {spec.name}"))
+        args = (spec, frontend_toolchain(tc), shared)
+        jobs.append(Job("compile", frontend_job, args, key=key, label=f"compile {spec.name}"))
 
     def landed(j: int, result: JobResult[Any]) -> None:
         key = jobs[j].key

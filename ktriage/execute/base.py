@@ -19,6 +19,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from ktriage.errors import KtriageError
+
 R = TypeVar("R")
 JobKind = Literal["compile", "build", "timing"]
 KINDS: tuple[JobKind, ...] = ("compile", "build", "timing")
@@ -59,11 +61,22 @@ class JobResult(Generic[R]):
     error: str = ""
     lost: bool = False
     placement: Placement | None = None
+    unfit: bool = False
+    """True when every node the job tried was unfit for it (``NodeUnfit``); ``error`` names each."""
     attempts: int = 1
     extra: dict[str, object] = field(default_factory=dict)
 
 
 OnDone = Callable[[int, "JobResult[Any]"], None]
+
+
+class NodeUnfit(KtriageError):
+    """A job raises this when the node it landed on cannot do it but another node might: the node
+    could not build the job's toolchain (no package index or network there, a full disk). A cluster
+    executor runs the job again on a node not yet found unfit for it, and fails it, naming every
+    node's reason, only when no such node is left. Why not Ray's own retries: they retry only lost
+    nodes and workers, and could pick the same node again; a cell the rest of the cluster could
+    compile was reported failed, under the node's "triton==3.4.0 is not on the package index"."""
 
 
 class Executor(Protocol):
@@ -127,6 +140,9 @@ class LocalExecutor:
             try:
                 value, where = call_job(job.fn, job.args)
                 return JobResult(job, True, value, placement=where)
+            except NodeUnfit as exc:  # this machine is the only node: its reason is the job's failure
+                error = exc.problem if not exc.fix else f"{exc.problem} (fix: {exc.fix})"
+                return JobResult(job, False, error=error, placement=here())
             except Exception as exc:
                 return JobResult(job, False, error=_error_text(exc), placement=here())
 

@@ -7,6 +7,9 @@ cluster has GPUs, else the custom resource ``gpu_slot`` a node declares with
 node that declares a GPU. Values (artifact files, observations, samples) come back through Ray's
 object store. A node that dies mid-job: Ray runs the job again elsewhere (``max_retries``, system
 failures only: a job that raises is not retried, it failed). Jobs with the same ``key`` run once.
+A job that finds its node unfit (``NodeUnfit``: the node cannot build its toolchain) is sent
+again to a node not yet found unfit for it (Ray's node-id label), and fails with every node's reason
+when none is left.
 
 A :class:`RayPinnedWorker` is a Ray actor holding one GPU (or ``gpu_slot``) for its life: the calls
 of one measurement that spans several jobs (a time bisect's sampling rounds) all run in its one
@@ -20,28 +23,67 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 from ktriage.errors import KtriageError
-from ktriage.execute.base import Job, JobKind, JobResult, OnDone, Placement, call_job
+from ktriage.execute.base import Job, JobKind, JobResult, NodeUnfit, OnDone, Placement, call_job
 from ktriage.wording import plural
 
 R = TypeVar("R")
 GPU_RESOURCE = "gpu_slot"
 """The custom resource a GPU node declares when Ray does not see its GPU (or in CI, which has none)."""
 DEFAULT_RETRIES = 3
+NODE_ID_LABEL = "ray.io/node-id"
+"""The label Ray gives every node (its id): a job sent again after :class:`NodeUnfit` selects ``!in(...)``."""
 _REMOTE: Any = None
 _PINNED: Any = None
 
 
+@dataclass(frozen=True)
+class _Unfit:
+    """What a node sends back instead of a value when its job raised :class:`NodeUnfit` there."""
+
+    problem: str
+    fix: str | None
+
+
 def _node_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Placement]:
-    """Runs on the node: the job, and where it ran (Ray's node id, host, pid)."""
+    """Runs on the node: the job, and where it ran (Ray's node id, host, pid). A job that finds this
+    node unfit comes back as :class:`_Unfit` (a value, so Ray neither retries it nor wraps it)."""
     import ray
 
-    value, where = call_job(fn, args)
+    from ktriage.execute.base import here
+
+    try:
+        value, where = call_job(fn, args)
+    except NodeUnfit as exc:
+        value, where = _Unfit(exc.problem, exc.fix), here()
     return value, Placement(ray.get_runtime_context().get_node_id(), where.hostname, where.pid)
+
+
+@dataclass
+class _Task:
+    """One submitted job of :meth:`RayExecutor.run` and the jobs it serves (those with its key), with
+    the nodes found unfit for it so far (each with its host and reason)."""
+
+    first: int
+    indices: list[int]
+    unfit: list[tuple[Placement, _Unfit]] = field(default_factory=list)
+
+    def avoid(self) -> tuple[str, ...]:
+        return tuple(p.node_id for p, _ in self.unfit)
+
+    def error(self) -> str:
+        """The failure once no node is left: every node's reason, and the first fix."""
+        reasons = "; ".join(f"node {p.node_id[:12]} on {p.hostname}: {u.problem}" for p, u in self.unfit)
+        fix = next((u.fix for _, u in self.unfit if u.fix), None)
+        said = f"no node of the cluster can run it ({reasons})"
+        return f"{said} (fix: {fix})" if fix else said
 
 
 class _PinnedActor:
@@ -140,6 +182,48 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
             "start the head with `ray start --head --port PORT` there and check host, port and firewall "
             "(docs/cluster.md), or leave --cluster / KTRIAGE_CLUSTER out to run locally",
         ) from None
+    if not address.startswith("ray://"):
+        check_gcs(address)
+
+
+def check_gcs(address: str) -> None:
+    """Refuse a ``HOST:PORT`` that answers gRPC but is no Ray head's GCS port: another port of a Ray node
+    (its raylet's, its object manager's) or another gRPC or HTTP server. ``ray.init`` retried such a port
+    for 20 s, printed Ray's C++ warnings ("gcs_client.cc: Failed to get cluster ID") and ended on the fix
+    "start one with `ray start --head`", while a head ran. One GCS client connection tells at once;
+    its own warning, on file descriptor 2, is hidden under the one-line error."""
+    try:
+        from ray._raylet import GcsClient  # type: ignore[attr-defined]  # compiled, no stub
+        from ray.exceptions import RpcError
+    except ImportError:  # no Ray, or another Ray layout: ray.init decides (import_ray names the install)
+        return
+    try:
+        with _stderr_hidden():
+            GcsClient(address=address)
+    except RpcError as exc:
+        detail = str(exc).strip().removeprefix("RPC error:").strip()
+        code = getattr(exc, "rpc_code", None)
+        said = detail or (f"gRPC status {code}" + (", no such service there" if code == 12 else "") if code else "")
+        raise KtriageError(
+            f"cannot connect to the Ray cluster at {address}: the port answers, but it is no Ray head's GCS port"
+            + (f" ({said})" if said else ""),
+            "give the head's GCS port: the --port of `ray start --head` (default 6379), which `ray start --head` "
+            "prints as --address='HOST:PORT', not a node's other ports nor the dashboard's (docs/cluster.md)",
+        ) from None
+
+
+@contextmanager
+def _stderr_hidden() -> Iterator[None]:
+    """File descriptor 2 points to /dev/null inside (Ray's C++ logging writes there, not to sys.stderr)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 class RayExecutor:
@@ -226,29 +310,52 @@ class RayExecutor:
         """A worker that holds one ``kind`` slot (a GPU for ``timing``) until closed: see the module doc."""
         return RayPinnedWorker(self, kind, label)
 
+    def _submit(self, job: Job[Any], avoid: tuple[str, ...] = ()) -> Any:
+        options = self._options(job.kind)
+        if avoid:  # nodes found unfit for this job (NodeUnfit): any other node
+            options["label_selector"] = {NODE_ID_LABEL: f"!in({','.join(avoid)})"}
+        return _remote().options(**options, name=(job.label or job.kind)[:60]).remote(job.fn, job.args)
+
+    def _fit_nodes_left(self, kind: JobKind, avoid: tuple[str, ...]) -> bool:
+        """Whether a live node outside ``avoid`` declares what a ``kind`` job asks for: a job sent with
+        no such node would wait for one forever."""
+        wanted = ("GPU", GPU_RESOURCE) if kind == "timing" else ("CPU",)
+        return any(
+            n["node_id"] not in avoid and any(n["resources"].get(r, 0) >= 1 for r in wanted) for n in self.nodes()
+        )
+
     def run(self, jobs: Sequence[Job[R]], *, on_done: OnDone | None = None) -> list[JobResult[R]]:
         ray = self._ray
-        remote = _remote()
-        firsts: dict[str, int] = {}  # key -> the index whose task serves every job with that key
-        refs: dict[Any, list[int]] = {}
+        firsts: dict[str, _Task] = {}  # key -> the task that serves every job with that key
+        tasks: dict[Any, _Task] = {}
         for i, job in enumerate(jobs):
             if job.key is not None and job.key in firsts:
-                refs[next(r for r, ix in refs.items() if firsts[job.key] in ix)].append(i)
+                firsts[job.key].indices.append(i)
                 continue
-            ref = remote.options(**self._options(job.kind), name=(job.label or job.kind)[:60]).remote(job.fn, job.args)
-            refs[ref] = [i]
+            task = tasks[self._submit(job)] = _Task(i, [i])
             if job.key is not None:
-                firsts[job.key] = i
+                firsts[job.key] = task
         results: list[JobResult[R] | None] = [None] * len(jobs)
-        pending = list(refs)
+        pending = list(tasks)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
+                task = tasks.pop(ref)
                 outcome = self._collect(ref)
-                for i in refs[ref]:
+                if isinstance(outcome.value, _Unfit) and outcome.placement is not None:
+                    task.unfit.append((outcome.placement, outcome.value))
+                    job = jobs[task.first]
+                    if self._fit_nodes_left(job.kind, task.avoid()):
+                        again = self._submit(job, task.avoid())
+                        tasks[again] = task
+                        pending.append(again)
+                        continue
+                    outcome = JobResult(job, False, error=task.error(), placement=outcome.placement, unfit=True)
+                for i in task.indices:
                     result = results[i] = JobResult(
                         jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement
                     )
+                    result.unfit = outcome.unfit
                     if on_done is not None:
                         on_done(i, result)
         return [r for r in results if r is not None]
@@ -323,6 +430,9 @@ class RayPinnedWorker:
             self._lost = f"the pinned {self.kind} worker{where} was lost: {type(exc).__name__}: {str(exc)[:300]}"
             return JobResult(job, False, error=self._lost, lost=True)
         self.where = {**placement.to_json(), "gpu_ids": gpu_ids}
+        if isinstance(value, _Unfit):  # pinned: it is never moved to another node
+            error = value.problem if not value.fix else f"{value.problem} (fix: {value.fix})"
+            return JobResult(job, False, error=error, placement=placement)
         return JobResult(job, True, value, placement=placement)
 
     def close(self) -> None:

@@ -20,10 +20,19 @@ def cluster_address(value: str | None) -> str | None:
     text = (value if value is not None else os.environ.get(CLUSTER_ENV, "")).strip()
     if not text or text == "local":
         return None
-    if text == "auto" or text.startswith("ray://"):
+    if text == "auto":
+        return text
+    scheme, has_scheme, rest = text.partition("://")
+    if has_scheme and scheme != "ray":  # a pasted URL (the dashboard's http://HOST:8265 among them)
+        raise KtriageError(
+            f"--cluster {text!r} is not a cluster address: {scheme}:// is no scheme of a Ray head",
+            f"give the head's GCS port without it (--cluster {rest.rstrip('/') or 'HOST:PORT'}; `ray start --head "
+            "--port PORT`), or ray://HOST:PORT for Ray Client (docs/cluster.md)",
+        )
+    if has_scheme and rest and "/" not in rest:
         return text
     host, sep, port = text.rpartition(":")
-    if sep and host and port.isdigit():
+    if not has_scheme and sep and host and port.isdigit() and "/" not in host and not any(c.isspace() for c in host):
         return text
     raise KtriageError(
         f"--cluster {text!r} is not a cluster address",

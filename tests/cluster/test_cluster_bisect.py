@@ -69,7 +69,11 @@ def local_run(repo, tmp_path_factory, toolchain):  # type: ignore[no-untyped-def
 def test_workers_3_on_the_cluster_names_the_local_culprit_in_fewer_rounds(
     ray_cluster, repo, local_run, tmp_path: Path
 ) -> None:
-    report = run_bisect(_opts(repo, tmp_path, cluster=ray_cluster.address, workers=3))
+    said: list[str] = []
+    report = run_bisect(_opts(repo, tmp_path, cluster=ray_cluster.address, workers=3), say=said.append)
+    # the stage's first line says where its candidates go (nothing else did, for minutes of builds)
+    port = ray_cluster.address.rsplit(":", 1)[1]
+    assert "; tested on the Ray cluster at " in said[0] and f":{port} (" in said[0], said[0]
     assert local_run.final.culprit is not None and local_run.final.culprit.id == repo.culprit
     assert report.final.culprit is not None and report.final.culprit.id == repo.culprit
     assert report.final.predecessor is not None and report.final.predecessor.id == repo.commits[8]
@@ -191,3 +195,50 @@ def test_a_killed_driver_resumes_on_the_cluster(ray_cluster, repo, local_run, tm
     final = json.loads(state.read_text())["stages"][0]
     assert final["preflight"] == saved["preflight"]
     assert final["rounds"][: len(saved["rounds"])] == saved["rounds"]  # nothing saved was lost or redone
+
+
+def test_a_node_that_cannot_install_a_candidates_toolchain_moves_the_job_and_skips_only_where_none_can(
+    tmp_path: Path,
+) -> None:
+    """A node without a package index for the built wheel's dependencies drew the bad endpoint: the whole
+    bisect stopped ("the bad endpoint could not be tested"), and any other candidate it drew was skipped,
+    so the answer depended on the node. On a node the install failure (real: ensure_toolchain on a wheel
+    that is not there) makes the node unfit (the executor tries another), where locally it stays a skip;
+    a job no node could take is a skip naming every node (the executor here is a FAKE that reports it)."""
+    from ktriage.bisect.cluster import ClusterMetricPredicate, NodeConfig, _NodeMeasurer
+    from ktriage.bisect.predicates import KernelMeasurer, KernelSource
+    from ktriage.bisect.workspace import CandidateFailed, Prepared, Workspace
+    from ktriage.compile.compiler import Compiler
+    from ktriage.execute.base import JobResult, NodeUnfit
+    from ktriage.testing import fake_candidates
+
+    cand = fake_candidates(1)[0]
+    prepared = Prepared(cand, toolchain=f"triton={tmp_path}/dist/triton-3.4.0-cp311-cp311-linux_x86_64.whl")
+    with Compiler(cache_dir=tmp_path / "artifacts") as compiler:
+        with pytest.raises(NodeUnfit) as unfit:
+            _NodeMeasurer(KernelSource(specs=[]), compiler).measure(prepared)
+        with pytest.raises(CandidateFailed) as skipped:  # this machine's own measurer: a skip, as before
+            KernelMeasurer(KernelSource(specs=[]), compiler).measure(prepared)
+        assert unfit.value.problem.startswith(f"toolchain {prepared.toolchain} is not available: ")
+        assert unfit.value.problem.endswith("(on this node)") and "\n" not in unfit.value.problem
+        assert skipped.value.reason.startswith(f"toolchain {prepared.toolchain} is not available: ")
+
+        class FakeNoFitNodeExecutor:
+            name, remote = "fake-no-fit-node", True
+
+            def slots(self, kind):  # type: ignore[no-untyped-def]
+                return 1
+
+            def run(self, jobs, *, on_done=None):  # type: ignore[no-untyped-def]
+                error = "no node of the cluster can run it (node 0123456789ab on h: toolchain ... (on this node))"
+                return [JobResult(j, False, error=error, unfit=True) for j in jobs]
+
+            def close(self) -> None:
+                pass
+
+        cfg = NodeConfig(key="k", metric="spill_store_bytes", kernels=KernelSource(specs=[]))
+        measurer = KernelMeasurer(KernelSource(specs=[]), compiler)
+        predicate = ClusterMetricPredicate(cfg, measurer, Workspace(work_dir=tmp_path / "w"), FakeNoFitNodeExecutor())
+        ((obs, values),) = predicate._measure_many([cand])
+    assert obs.outcome == "skip" and values is None
+    assert obs.reason.startswith("not tested: no node of the cluster can run it (node 0123456789ab")

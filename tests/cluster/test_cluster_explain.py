@@ -134,3 +134,55 @@ def test_a_job_the_cluster_lost_is_a_failed_cell_and_the_sweep_goes_on(toolchain
         out = compile_many_remote(compiler, FakeLosingExecutor(), specs, [tc], on_done=done.append)
     assert len(out) == len(done) == 2
     assert all(isinstance(o, CompileFailure) and o.kind == "cluster" and "lost" in o.message for o in out)
+
+
+def test_a_node_that_cannot_build_the_toolchain_finds_itself_unfit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The compile job on a node whose home lacks the toolchain and whose uv reaches no index (a real
+    ensure_toolchain failure: uv offline, an empty uv cache). It failed the cell with the toolchain's own
+    fix, "pick an existing version, e.g. triton==3.4.0", for a toolchain the driver had just built; it
+    raises NodeUnfit now (the executor sends the job to another node), naming the toolchain and the fix."""
+    from ktriage.compile.remote import frontend_job
+    from ktriage.execute.base import NodeUnfit
+
+    spec = expand_op("liger.layer_norm", mode="bwd", inputs=["0"])[0]
+    monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path / "bare-node-home"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    with pytest.raises(NodeUnfit) as unfit:
+        frontend_job(spec, TOOLCHAINS[1], str(tmp_path / "artifacts"))
+    assert unfit.value.problem.startswith(f"cannot build the toolchain {TOOLCHAINS[1]} here: ")
+    assert "\n" not in unfit.value.problem
+    assert unfit.value.fix is not None and f"ktriage toolchain add '{TOOLCHAINS[1]}'" in unfit.value.fix
+
+
+def test_a_node_is_sent_the_triton_build_alone_and_the_ptxas_stage_stays_here(toolchain, tmp_path: Path) -> None:
+    """A toolchain with its own ptxas (options, a release, a local path): the frontend job carried the whole
+    spec, so a node fetched a ptxas release it never used, and one that could not (or lacked the local
+    ptxas path) was unfit for cells it could compile. The job names the Triton build alone; the cell is
+    assembled here with the toolchain's ptxas. The executor is a FAKE cluster: this machine's pool, marked
+    remote, recording each job (the compiles are real)."""
+    from ktriage.compile.compiler import CompileFailure
+    from ktriage.compile.remote import compile_many_remote
+    from ktriage.execute.base import LocalExecutor
+
+    class FakeRecordingCluster(LocalExecutor):
+        remote = True
+
+        def __init__(self) -> None:
+            super().__init__(1)
+            self.sent: list[tuple[object, ...]] = []
+
+        def run(self, jobs, *, on_done=None):  # type: ignore[no-untyped-def]
+            self.sent += [j.args for j in jobs]
+            return super().run(jobs, on_done=on_done)
+
+    tc = toolchain("triton==3.4.0,ptxas-options=-O1")
+    specs = expand_op("liger.layer_norm", mode="bwd", inputs=["0"])
+    cluster = FakeRecordingCluster()
+    with Compiler(cache_dir=tmp_path / "c") as compiler:
+        (out,) = compile_many_remote(compiler, cluster, specs, [tc])
+    assert not isinstance(out, CompileFailure), out
+    assert [args[1] for args in cluster.sent] == ["triton==3.4.0"]
+    assert not out.cubin.native and "-O1" in out.cubin.command  # assembled here, with the toolchain's options

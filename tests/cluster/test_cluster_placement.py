@@ -61,3 +61,51 @@ def test_a_timing_job_without_a_gpu_node_is_refused_with_the_fix(ray_cluster, mo
         monkeypatch.setattr(ex, "resources", lambda: {"CPU": 3.0})
         with pytest.raises(KtriageError, match="no GPU node"):
             ex.gpu_request()
+
+
+def test_a_job_whose_node_is_unfit_runs_on_another_and_fails_only_where_no_node_is_fit(ray_cluster) -> None:
+    """A compile job on a node that cannot build its toolchain (NodeUnfit, here a FAKE job raising it on the
+    nodes it is given): the cell failed, though the rest of the cluster could compile it, under the node's
+    "not on the package index" and the fix "pick an existing version". Now the job moves to a node not yet
+    found unfit; with none left it fails at once (no task waits for a node forever), naming every node."""
+    from ktriage.testing import fake_unfit_job
+
+    with RayExecutor(ray_cluster.address) as ex:
+        cpu_nodes = sorted(n["node_id"] for n in ex.nodes() if n["resources"].get("CPU", 0) >= 1)
+        fit, unfit = cpu_nodes[0], tuple(cpu_nodes[1:])
+        moved = ex.run([Job("compile", fake_unfit_job, (unfit,), key=f"k{i % 2}") for i in range(4)])
+        nowhere = ex.run([Job("compile", fake_unfit_job, (tuple(cpu_nodes),))])
+    assert all(r.ok and r.value == fit for r in moved), [(r.value, r.error) for r in moved]
+    assert {r.placement.node_id for r in moved if r.placement} == {fit}
+    (failed,) = nowhere
+    assert not failed.ok and not failed.lost and failed.value is None
+    assert failed.error.startswith("no node of the cluster can run it (")
+    assert all(f"node {n[:12]}" in failed.error for n in cpu_nodes), failed.error
+    assert "a FAKE reason" in failed.error and "(fix: build it on that node)" in failed.error
+
+
+def test_a_port_of_the_cluster_that_is_no_gcs_is_refused_at_once_in_one_line(ray_cluster, toolchain, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`--cluster HOST:PORT` with a worker node's port (its raylet answers gRPC, so the TCP and HTTP/2 probe
+    passed): ray.init retried it for 20 s, printed Ray's C++ warnings and said "start one with `ray start
+    --head`" while the head ran. Refused now by one GCS connection, naming the GCS port to give."""
+    import subprocess
+    import sys
+
+    from ktriage.errors import KtriageError
+
+    wrong = f"127.0.0.1:{ray_cluster.workers['cpu']}"
+    with pytest.raises(KtriageError, match="no Ray head's GCS port") as refused:
+        RayExecutor(wrong)
+    assert refused.value.fix is not None and "ray start --head" in refused.value.fix
+    toolchain("triton==3.4.0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ktriage", "explain", "liger.layer_norm", "-i", "0", "-t", "triton==3.4.0"]
+        + ["--cluster", wrong],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"error: cannot connect to the Ray cluster at {wrong}: the port answers"), proc.stderr
+    assert "gcs_client.cc" not in proc.stderr and "Traceback" not in proc.stderr

@@ -38,6 +38,14 @@ def test_cluster_values(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cluster_address(None) == "head:6379" and cluster_address("local") is None  # the option wins
     with pytest.raises(KtriageError, match="not a cluster address"):
         cluster_address("nowhere")
+    # A pasted URL (the dashboard's among them) and a mistyped ray:// were taken for a host named
+    # "http://h" and refused as "Name or service not known" by the reachability probe.
+    with pytest.raises(KtriageError, match="http:// is no scheme of a Ray head") as url:
+        cluster_address("http://10.0.0.1:8265/")
+    assert url.value.fix is not None and "--cluster 10.0.0.1:8265;" in url.value.fix
+    for typo in ("ray:/10.0.0.1:6379", "ray://h:10001/x", "10.0.0.1:6379/", "a b:6379"):
+        with pytest.raises(KtriageError, match="not a cluster address"):
+            cluster_address(typo)
     assert isinstance(open_executor("local", workers=3), LocalExecutor)
 
 
