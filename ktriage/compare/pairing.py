@@ -22,6 +22,7 @@ from ktriage.compare.not_compared import NotComparedCell, not_compared_json
 from ktriage.errors import KtriageError, option
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
+from ktriage.order import natural_key
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
 from ktriage.stats.verdict import (
@@ -335,7 +336,7 @@ def _toolchain_map(
     for op, mode, _i, be, tc in new:
         tc_new[(op, mode, be)].add(tc)
     out: list[tuple[GroupKey, str | None, str | None]] = []
-    for g in sorted(set(tc_ref) | set(tc_new)):
+    for g in sorted(set(tc_ref) | set(tc_new), key=lambda g: natural_key(*g)):
         r, n = tc_ref.get(g, set()), tc_new.get(g, set())
         if r == n:
             out += [(g, t, t) for t in sorted(r, key=str)]
@@ -568,7 +569,7 @@ def _sweep_cliffs(
             ref_v = med.get((op, mode, i, base, tc))
         if ref_v:
             series[(op, mode, be, tc)][i] = v / ref_v
-    for (op, mode, be, tc), pts in sorted(series.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (op, mode, be, tc), pts in sorted(series.items(), key=lambda kv: natural_key(*kv[0])):
         ids = sorted(pts)
         name = f"{be}{'@' + tc if tc else ''} / {baselines.get(op)}"
         for cl in find_cliffs([labels[(op, mode, i)] for i in ids], [pts[i] for i in ids], cfg, series=name):
@@ -583,7 +584,7 @@ def _ratio_cliffs(pairs: list[PairResult], cfg: CliffConfig) -> list[CliffFindin
         if p.verdict is not None and math.isfinite(p.verdict.ratio) and not p.is_baseline:
             groups[(p.op, p.mode, p.backend, p.ref_toolchain, p.new_toolchain)].append(p)
     out: list[CliffFinding] = []
-    for (op, mode, be, _tr, tn), ps in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (op, mode, be, _tr, tn), ps in sorted(groups.items(), key=lambda kv: natural_key(*kv[0])):
         ps.sort(key=lambda p: p.input_id)
         name = f"{ps[0].backend_label} new/ref"
         for cl in find_cliffs([p.input_label for p in ps], [p.verdict.ratio for p in ps], cfg, series=name):  # type: ignore[union-attr]

@@ -27,6 +27,7 @@ from ktriage.compare.pairing import Comparison, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
+from ktriage.order import natural_key
 from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.gate import gate_percent
@@ -57,7 +58,7 @@ def _latency_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]])
                 continue
             name = k.backend + (f"@{k.toolchain}" if k.toolchain else "")
             groups[name].append((pos[k.input_id], float(np.median(cell.samples_ms))))
-        for name, pts in sorted(groups.items()):
+        for name, pts in sorted(groups.items(), key=lambda kv: natural_key(kv[0])):
             if shared and "@" not in name:
                 if name in seen_native:
                     continue
@@ -85,7 +86,7 @@ def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -
         if p.op == op and p.mode == mode and p.verdict is not None and math.isfinite(p.verdict.ratio):
             groups[p.backend_label].append(p)
     series = []
-    for name, ps in sorted(groups.items()):
+    for name, ps in sorted(groups.items(), key=lambda kv: natural_key(kv[0])):
         s = Series(name, [(pos[p.input_id], p.verdict.ratio) for p in ps])  # type: ignore[union-attr]
         for p in ps:
             v = p.verdict
@@ -139,7 +140,7 @@ def _baseline_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]
             if be == base or i not in bases:
                 continue
             groups[be + (f"@{tc}" if tc else "")].append((pos[i], v / bases[i]))
-        for name, pts in sorted(groups.items()):
+        for name, pts in sorted(groups.items(), key=lambda kv: natural_key(kv[0])):
             label = f"{name} ({c.new_label if side == 'new' else c.ref_label})"
             if c.baseline.status == "shared" and "@" not in name:
                 if name in names:

@@ -71,6 +71,9 @@ def _fmt(v: float) -> str:
 CHAR_PX = 6.7  # DejaVu Sans, a wide common default, has 6.7 px digits at 10.5 px
 _SIN, _COS = math.sin(math.radians(50)), math.cos(math.radians(50))
 X_LABEL_CHARS = 28  # the most of an x label shown; the rest is in its hover text
+# the 13 px bold chart title's widest average character (DejaVu Sans Bold digits, 8.3 px, and some room):
+# a title is cut in the middle to the chart's width (history's titles of a recorded input ran off the SVG)
+TITLE_CHAR_PX = 9.0
 
 
 def shorten(text: str, chars: int) -> str:
@@ -144,7 +147,7 @@ def line_chart(
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="{e(css_class)}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">',
         f"<title>{e(title)}</title>",
-        f'<text x="{ml}" y="18" class="chart-title">{e(title)}</text>',
+        f'<text x="{ml}" y="18" class="chart-title">{e(shorten(title, int((width - ml - 8) / TITLE_CHAR_PX)))}</text>',
         f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="plot-area"/>',
     ]
     if band:

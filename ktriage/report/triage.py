@@ -18,6 +18,7 @@ from rich.table import Table
 
 from ktriage.compare.not_compared import group_not_compared
 from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.order import natural_key
 from ktriage.report.html import _env
 from ktriage.report.markdown import baseline_markdown, not_compared_rows
 from ktriage.report.rich_table import add_columns
@@ -170,6 +171,8 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     ]
     if report.model is not None:  # which model priced the predictions, and what its intervals cover
         out += [_esc(report.model.line(coverage=True)), ""]
+    # before the verdicts, as the HTML and the terminal: a moved baseline changes how every row is read
+    out += [baseline_markdown(report.baseline), ""]
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
@@ -217,7 +220,6 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     out += [f"{h}# What this triage could not decide without a GPU", ""]
     out += [f"- {x}" for x in undecided_lines(report)]
     out.append("")
-    out += [baseline_markdown(report.baseline), ""]
     if report.failures:
         out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(x)}" for x in report.failures] + [""]
     if report.notes:
@@ -289,7 +291,7 @@ def sweep_charts(report: TriageReport) -> list[str]:
         xs = sorted({(r.input_id, r.input) for r in rows})
         pos = {i: k for k, (i, _) in enumerate(xs)}
         series = []
-        for backend in sorted({r.backend for r in rows}):
+        for backend in sorted({r.backend for r in rows}, key=natural_key):
             mine = sorted((r for r in rows if r.backend == backend), key=lambda r: r.input_id)
             s = Series(backend, [(pos[r.input_id], float(r.ratio or 0.0)) for r in mine])
             for r in mine:

@@ -21,6 +21,7 @@ from ktriage.report.triage import print_table as print_triage_table
 from ktriage.report.triage import to_html, to_markdown
 from ktriage.testing import fake_sweep_run
 from ktriage.triage.model import TriageOptions, TriageReport
+from tests.browser import needs_chromium, run_chromium
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
 # "baseline" twice with only a label's punctuation or "the"/"Baseline check (status)" between
@@ -59,3 +60,18 @@ def test_every_report_says_the_baseline_once(factor: float, status: str, tmp_pat
     assert all("baseline torch_layer_norm" in text for text in renderings.values())
     doubled = {where: m.group(0) for where, text in renderings.items() if (m := TWICE.search(text))}
     assert not doubled
+
+
+@needs_chromium
+def test_triage_says_the_baseline_before_the_verdicts(tmp_path: Path) -> None:
+    """A moved baseline changes how every row is read: triage's HTML (as Chromium renders it) and terminal
+    said it at the top, its markdown at the end, after the sections. Both now say it before the first."""
+    c = _comparison(1.12)
+    options = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0")
+    triage = TriageReport("a.json", "b.json", "triton==3.3.1", "triton==3.4.0", options, [], 0, baseline=c.baseline)
+    markdown = to_markdown(triage)
+    assert markdown.index(c.baseline.message) < markdown.index("\n### ")
+    page = tmp_path / "t.html"
+    page.write_text(to_html(triage))
+    dom = run_chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    assert dom.index(c.baseline.message) < dom.index("<h2>")

@@ -15,6 +15,7 @@ from ktriage.compare.pairing import compare_cells, compare_toolchains
 from ktriage.compare.report import CompareReport
 from ktriage.compare.run import compare
 from ktriage.report.html import write_html
+from ktriage.report.markdown import to_markdown
 from ktriage.testing import fake_sweep_run
 from tests.browser import LOW_CONTRAST, STICKS_OUT, layout, needs_chromium, run_chromium
 
@@ -195,3 +196,26 @@ def test_same_pairs_are_listed_and_a_failed_side_draws_no_empty_ratio_chart(tmp_
     assert same == ["4"]
     rows = re.findall(r'<table class="same">(.*?)</table>', dom, re.S)[0]
     assert rows.count("<tr><td>fla_ops.recorded</td>") == 4
+
+
+@needs_chromium
+def test_recorded_kernels_are_listed_by_their_number(tmp_path: Path) -> None:
+    """tb_kl_div_bwd (H200): 11 recorded kernels K0..K10. The "Same" rows, the legends and the markdown
+    listed them as text sorts (K0, K10, K1, K2, ...); they now read K0, K1, ..., K9, K10 in the page as
+    Chromium renders it and in the markdown."""
+    report = compare(str(CORPUS / "tb_kl_div_bwd.json"), toolchains=True)
+    path = write_html(tmp_path / "kl.html", report)
+    dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
+    same_rows = re.findall(r'<table class="same">(.*?)</table>', dom, re.S)
+    assert same_rows
+
+    def numbers(text: str) -> list[int]:
+        return [int(n) for n in re.findall(r"\bK(\d+):", text)]
+
+    assert max(len(set(numbers(rows))) for rows in same_rows) > 10  # K10 is among them
+    assert all(numbers(rows) == sorted(numbers(rows)) for rows in same_rows)
+    legends = re.findall(r'class="legend">([^<]*)</text>', dom)
+    assert numbers(" ".join(legends[:11])) == sorted(numbers(" ".join(legends[:11])))
+    markdown = to_markdown(report)
+    blocks = re.findall(r"<summary>Same \(\d+\)</summary>(.*?)</details>", markdown, re.S)
+    assert [numbers(b) for b in blocks] == [numbers(rows) for rows in same_rows]  # as the page, in its order
