@@ -395,7 +395,9 @@ def cells_from_results(
                 )
             )
             continue
-        for pair in comparison.pairs:
+        # the dataset's lines in one fixed order, (op, mode, backend) as text, then compare's order within: the
+        # committed datasets rebuild byte for byte however compare lists its rows for people (K0, K1, ..., K10)
+        for pair in sorted(comparison.pairs, key=lambda p: (p.op, p.mode, p.backend)):
             if pair.is_baseline or pair.verdict is None or (backend is not None and pair.backend != backend):
                 continue
             if pair.ref_toolchain is None:
