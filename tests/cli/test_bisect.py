@@ -731,6 +731,29 @@ def test_bisect_step_refuses_a_metric_toolchain_or_arch_other_than_the_baselines
         assert r.exit_code == 128 and r.problem.startswith(problem), r.output
 
 
+@pytest.mark.parametrize(
+    ("metric", "why"),
+    [
+        ("latency", "bisect-step judges compile metrics only: time toolchains with `ktriage bisect --metric latency"),
+        ("spill_store_byte", "unknown metric 'spill_store_byte' (did you mean spill_store_bytes?), so no baseline"),
+    ],
+)
+def test_bisect_step_on_a_baseline_offers_no_baseline_of_a_metric_it_refuses(
+    metric: str, why: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """``--baseline b.json --metric latency`` on a spill-bytes baseline was refused with the fix "record a
+    baseline with it: --record-baseline FILE with --metric latency", which bisect-step refuses in turn (it
+    compiles, never times); a misspelt metric got the same offer. The fix offers only what works now."""
+    baseline = tmp_path / "b.json"
+    config = {"metric": "spill_store_bytes", "toolchain": "triton==3.4.0", "spec": "spec.toml", "arch": "sm_90"}
+    baseline.write_text(json.dumps({"config": config, "good": {"values": {"red": 0}}, "bad": {"values": {"red": 48}}}))
+    r = run_cli(["bisect-step", "--baseline", str(baseline), "--metric", metric])
+    assert r.exit_code == 128 and r.problem.startswith(f"metric='{metric}' (--metric {metric}) differs"), r.output
+    fix = r.fix or ""
+    assert fix.startswith("drop metric (--metric) (the baseline's spill_store_bytes is used); " + why), r.output
+    assert "--record-baseline" not in fix, r.output
+
+
 def test_bisect_step_refuses_a_baseline_path_that_is_a_folder_before_compiling(tmp_path: Path, run_cli: RunCli) -> None:
     """--record-baseline DIR compiled the checkout, then failed with "internal error: IsADirectoryError"."""
     folder = tmp_path / "baselines"
