@@ -629,15 +629,29 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
     except KeyboardInterrupt:
         # Ctrl-C ended the bisect with exit 130 and not a word: nothing said that the rounds done are
         # kept, nor that only --resume reads them (the same command without it starts over)
-        if run.state_path.exists():
-            speak(
-                f"interrupted: the rounds done are kept in {run.state_path}; "
-                "run the same command with --resume to continue from them"
-            )
+        speak(interrupted_text(run.state))
         raise
     finally:
         run.close(report)
     return report
+
+
+def interrupted_text(state: StateFile) -> str:
+    """What Ctrl-C leaves, as the line says it: the rounds done, kept for --resume; or, where it came
+    before the preflight had measured both endpoints, nothing (it said "the rounds done are kept" there
+    too, and a --resume then found nothing to continue: the same command starts again)."""
+    measured, rounds = state.measured()
+    if measured == 0:
+        return (
+            "interrupted during the preflight, before any candidate was measured: nothing was done yet; "
+            "run the same command again to start"
+        )
+    if rounds == 0:
+        return (
+            f"interrupted: the endpoints the preflight measured are kept in {state.path}; "
+            "run the same command with --resume to continue from them"
+        )
+    return f"interrupted: the rounds done are kept in {state.path}; run the same command with --resume to continue from them"
 
 
 def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:

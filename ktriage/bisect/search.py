@@ -266,6 +266,10 @@ class StateFile:
         self.save()
         return record
 
+    def measured(self) -> tuple[int, int]:
+        """(candidates measured, endpoints included; rounds) that this state holds, of every stage."""
+        return _tested(self.data), sum(len(stage.get("rounds", [])) for stage in self.data["stages"])
+
     def save(self) -> None:
         self.data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -443,10 +443,16 @@ class _HungBisect(NamedTuple):
     args: list[str]
 
     @classmethod
-    def make(cls, tmp_path: Path) -> _HungBisect:
+    def make(cls, tmp_path: Path, *, in_preflight: bool = False) -> _HungBisect:
+        """``in_preflight``: the first command run waits instead (only the first: mkdir is atomic)."""
         repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
         go_on, pidfile = tmp_path / "go-on", tmp_path / "hung.pid"
-        extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
+        when = (
+            f"mkdir {tmp_path / 'hung.once'} 2>/dev/null"
+            if in_preflight
+            else f'[ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]'
+        )
+        extra = f"if [ ! -f {go_on} ] && {when}; then echo $$ > {pidfile}; sleep 600; fi"
         script, log = check_script(tmp_path, extra)
         state = tmp_path / "state.json"
         args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
@@ -523,6 +529,34 @@ def test_ctrl_c_says_the_rounds_are_kept_and_resume_continues(tmp_path: Path, ru
     assert "Traceback" not in err
     go_on.write_text("")
     r = run_cli([*args, "--resume"])
+    assert r.exit_code == exit_codes.OK, r.output
+    assert json.loads(state.read_text())["result"]["culprit"]["id"] == repo.culprit
+
+
+def test_ctrl_c_in_the_preflight_says_nothing_was_done_yet(tmp_path: Path, run_cli: RunCli) -> None:
+    """Ctrl-C while the preflight measured the endpoints said "the rounds done are kept in S; run the same
+    command with --resume": no round had run, and nothing was measured. It says so now, and that the same
+    command starts again; it does."""
+    hung = _HungBisect.make(tmp_path, in_preflight=True)
+    repo, go_on, state, args = hung.repo, hung.go_on, hung.state, hung.args
+    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        hung.wait_for_the_4th_run(proc, "Ctrl-C")
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        hung.kill_the_4th_run()
+    assert proc.returncode == exit_codes.INTERRUPTED, err
+    said = " ".join(err.split())
+    assert (
+        "interrupted during the preflight, before any candidate was measured: nothing was done yet; "
+        "run the same command again to start"
+    ) in said, err
+    assert "rounds done are kept" not in said and "--resume" not in said and "Traceback" not in err
+    go_on.write_text("")
+    r = run_cli(args)  # as it says: the same command, no --resume
     assert r.exit_code == exit_codes.OK, r.output
     assert json.loads(state.read_text())["result"]["culprit"]["id"] == repo.culprit
 
