@@ -106,8 +106,14 @@ class BisectReport:
     explain: list[CulpritKernel] | None = None  # culprit vs predecessor per kernel, when found and asked
     explain_note: str | None = None
     notes: list[str] = field(default_factory=list)
-    frontend_compiles: int = 0
+    frontend_compiles: int = 0  # run by this run; a --resume's earlier runs: ``earlier_compiles``
     state_path: Path | None = None
+
+    @property
+    def earlier_compiles(self) -> int:
+        """The frontend compiles of the observations a --resume read back from the state: run by earlier
+        runs, counted in each stage's cost (the terminal's "N frontend compiles"), not in ``frontend_compiles``."""
+        return sum(int(s.cost().get("compiles", 0) - s.cost(this_run=True).get("compiles", 0)) for s in self.stages)
 
     @property
     def final(self) -> StageResult:
@@ -615,7 +621,9 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
                     f"the pin bump of {stages[0].culprit.label if stages[0].culprit else ''} does not "
                     f"change the result on its own ({exc.problem}); the culprit is the commit itself"
                 )
-        report.frontend_compiles = run.compiler.frontend_compiles
+        # this run's, from the observations it measured, as the terminal's stage line counts them: the
+        # compiler's own count matched it before a --resume, whose stage lines added the earlier runs'
+        report.frontend_compiles = sum(int(s.cost(this_run=True).get("compiles", 0)) for s in stages)
         if opts.explain and report.found and opts.bundle is not None:
             _explain_from_bundle(opts, report)
         elif opts.explain and report.found and run.measurer is not None:

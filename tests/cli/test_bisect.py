@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -559,6 +560,33 @@ def test_ctrl_c_in_the_preflight_says_nothing_was_done_yet(tmp_path: Path, run_c
     r = run_cli(args)  # as it says: the same command, no --resume
     assert r.exit_code == exit_codes.OK, r.output
     assert json.loads(state.read_text())["result"]["culprit"]["id"] == repo.culprit
+
+
+@pytest.mark.slow
+def test_resume_counts_this_runs_compiles_apart_from_the_earlier_runs(
+    tmp_path: Path, toolchain: Any, run_cli: RunCli
+) -> None:
+    """After --resume the stage line said "N frontend compiles", adding the compiles of the runs before,
+    while the JSON's ``frontend_compiles`` counted this run's only: the two disagreed. The line now says
+    how many this run ran and how many the earlier runs did, and the JSON has both. Real compiles (triton
+    3.4.0) of a salted kernel, so that the first run does compile."""
+    toolchain(TOOLCHAIN)
+    repo = make_kernel_repo(tmp_path / "repo", n=8, culprit_at=5, salt=uuid.uuid4().hex)
+    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad, "--spec", "spec.toml"]
+    args += ["--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", "none", "--state", str(tmp_path / "s.json")]
+    first = run_cli([*args, "--no-explain", "--json", str(tmp_path / "1.json")])
+    assert first.exit_code == exit_codes.OK, first.output
+    ran = json.loads((tmp_path / "1.json").read_text())["frontend_compiles"]
+    assert ran > 0 and f"{ran} frontend compiles\n" in first.stdout, first.output
+    again = run_cli(
+        [*args, "--resume", "--no-explain", "--json", str(tmp_path / "2.json"), "-o", str(tmp_path / "2.md")]
+    )
+    assert again.exit_code == exit_codes.OK, again.output
+    said = f"{ran} frontend compiles (0 in this run, {ran} in earlier runs, read back with --resume)"
+    assert said in again.stdout and said in (tmp_path / "2.md").read_text(), again.output
+    data = json.loads((tmp_path / "2.json").read_text())
+    assert (data["frontend_compiles"], data["frontend_compiles_earlier_runs"]) == (0, ran)
+    assert data["stages"][0]["cost"]["compiles"] == ran  # the stage's cost: every run's
 
 
 def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCli) -> None:
