@@ -19,6 +19,7 @@ from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.cluster import ClusterCommandPredicate, ClusterMetricPredicate, NodeConfig
 from ktriage.bisect.explained import EXPLAIN_METRICS, CulpritKernel, MetricMove, Metrics, OpcodeMove
+from ktriage.bisect.improvement import improvement_note
 from ktriage.bisect.predicates import (
     CommandPredicate,
     KernelMeasurer,
@@ -628,6 +629,10 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
             _explain_from_bundle(opts, report)
         elif opts.explain and report.found and run.measurer is not None:
             _explain(run, report)
+        if note := improvement_note(
+            report.final, opts.metric, [e.prediction for e in report.explain or () if e.prediction is not None]
+        ):
+            report.notes.append(note)
         run.state.data["result"] = {
             "found": report.found,
             "stage": len(stages) - 1,
