@@ -142,9 +142,32 @@ def _check_same_question(
     }
     for (name, flag), (here, recorded) in given.items():
         if here is not None and here != recorded:
-            raise KtriageError(
+            problem = (
                 f"{option(name, flag, here)} differs from the baseline's ({recorded}, in {baseline}): its values "
-                "would be compared with another question's",
+                "would be compared with another question's"
+            )
+            unusable = _metric_step_refuses(here) if name == "metric" else None
+            if unusable is not None:  # a baseline of it would be refused too: only the baseline's metric works
+                raise KtriageError(
+                    problem, f"drop {option(name, flag)} (the baseline's {recorded} is used); {unusable}"
+                )
+            raise KtriageError(
+                problem,
                 f"drop {option(name, flag)} (the baseline's is used), or record a baseline with it: "
                 f"{option('record_baseline', '--record-baseline', 'FILE')} with {option(name, flag, here)}",
             )
+
+
+def _metric_step_refuses(metric: str) -> str | None:
+    """Why bisect-step cannot record a baseline of ``metric`` (None when it can): the refusal of a metric
+    other than the baseline's offered to record a baseline with it, even for ``latency``, which bisect-step
+    refuses to record (it compiles, never times): the fix may offer only what works."""
+    from ktriage.bisect.predicates import check_metric
+
+    if metric == "latency":
+        return "bisect-step judges compile metrics only: time toolchains with `ktriage bisect --metric latency --bundle DIR` (docs/bisect_timing.md)"
+    try:
+        check_metric(metric, timed=False)
+    except KtriageError as exc:
+        return f"{exc.problem}, so no baseline can be recorded with it"
+    return None

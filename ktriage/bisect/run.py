@@ -19,6 +19,7 @@ from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.cluster import ClusterCommandPredicate, ClusterMetricPredicate, NodeConfig
 from ktriage.bisect.explained import EXPLAIN_METRICS, CulpritKernel, MetricMove, Metrics, OpcodeMove
+from ktriage.bisect.improvement import improvement_note
 from ktriage.bisect.predicates import (
     CommandPredicate,
     KernelMeasurer,
@@ -106,8 +107,14 @@ class BisectReport:
     explain: list[CulpritKernel] | None = None  # culprit vs predecessor per kernel, when found and asked
     explain_note: str | None = None
     notes: list[str] = field(default_factory=list)
-    frontend_compiles: int = 0
+    frontend_compiles: int = 0  # run by this run; a --resume's earlier runs: ``earlier_compiles``
     state_path: Path | None = None
+
+    @property
+    def earlier_compiles(self) -> int:
+        """The frontend compiles of the observations a --resume read back from the state: run by earlier
+        runs, counted in each stage's cost (the terminal's "N frontend compiles"), not in ``frontend_compiles``."""
+        return sum(int(s.cost().get("compiles", 0) - s.cost(this_run=True).get("compiles", 0)) for s in self.stages)
 
     @property
     def final(self) -> StageResult:
@@ -619,11 +626,17 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
                     f"the pin bump of {stages[0].culprit.label if stages[0].culprit else ''} does not "
                     f"change the result on its own ({exc.problem}); the culprit is the commit itself"
                 )
-        report.frontend_compiles = run.compiler.frontend_compiles
+        # this run's, from the observations it measured, as the terminal's stage line counts them: the
+        # compiler's own count matched it before a --resume, whose stage lines added the earlier runs'
+        report.frontend_compiles = sum(int(s.cost(this_run=True).get("compiles", 0)) for s in stages)
         if opts.explain and report.found and opts.bundle is not None:
             _explain_from_bundle(opts, report)
         elif opts.explain and report.found and run.measurer is not None:
             _explain(run, report)
+        if note := improvement_note(
+            report.final, opts.metric, [e.prediction for e in report.explain or () if e.prediction is not None]
+        ):
+            report.notes.append(note)
         run.state.data["result"] = {
             "found": report.found,
             "stage": len(stages) - 1,
@@ -633,15 +646,29 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
     except KeyboardInterrupt:
         # Ctrl-C ended the bisect with exit 130 and not a word: nothing said that the rounds done are
         # kept, nor that only --resume reads them (the same command without it starts over)
-        if run.state_path.exists():
-            speak(
-                f"interrupted: the rounds done are kept in {run.state_path}; "
-                "run the same command with --resume to continue from them"
-            )
+        speak(interrupted_text(run.state))
         raise
     finally:
         run.close(report)
     return report
+
+
+def interrupted_text(state: StateFile) -> str:
+    """What Ctrl-C leaves, as the line says it: the rounds done, kept for --resume; or, where it came
+    before the preflight had measured both endpoints, nothing (it said "the rounds done are kept" there
+    too, and a --resume then found nothing to continue: the same command starts again)."""
+    measured, rounds = state.measured()
+    if measured == 0:
+        return (
+            "interrupted during the preflight, before any candidate was measured: nothing was done yet; "
+            "run the same command again to start"
+        )
+    if rounds == 0:
+        return (
+            f"interrupted: the endpoints the preflight measured are kept in {state.path}; "
+            "run the same command with --resume to continue from them"
+        )
+    return f"interrupted: the rounds done are kept in {state.path}; run the same command with --resume to continue from them"
 
 
 def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:

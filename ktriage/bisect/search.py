@@ -68,6 +68,8 @@ class StageResult:
     rounds: int
     tested: int  # candidates tested after the endpoints
     non_monotonic: list[int] = field(default_factory=list)  # "good" candidates above the first bad
+    # the observations read back from the state (--resume): their cost was paid by earlier runs
+    resumed: list[Observation] = field(default_factory=list)
 
     @property
     def culprit(self) -> Candidate | None:
@@ -107,9 +109,14 @@ class StageResult:
                 out[o.candidate.index] = beyond
         return dict(sorted(out.items()))
 
-    def cost(self) -> dict[str, float]:
+    def cost(self, *, this_run: bool = False) -> dict[str, float]:
+        """What the stage's observations cost, over every run of its state; ``this_run``: only those this
+        run measured (a --resume reads the others back: their compiles were run before)."""
         total: dict[str, float] = {}
+        earlier = {id(o) for o in self.resumed} if this_run else set()
         for o in self.observations:
+            if id(o) in earlier:
+                continue
             for k, v in o.cost.items():
                 total[k] = total.get(k, 0) + v
         return total
@@ -266,6 +273,10 @@ class StateFile:
         self.save()
         return record
 
+    def measured(self) -> tuple[int, int]:
+        """(candidates measured, endpoints included; rounds) that this state holds, of every stage."""
+        return _tested(self.data), sum(len(stage.get("rounds", [])) for stage in self.data["stages"])
+
     def save(self) -> None:
         self.data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -397,11 +408,13 @@ def run_search(
     k = max(1, workers)
 
     with progress.task(f"bisect {n} candidates") as step:  # a round compiles (or builds) its candidates: minutes
+        resumed: list[Observation] = []
         if saved_preflight := record.get("preflight"):
             pre = [Observation.from_json(o) for o in saved_preflight]
             restore = getattr(predicate, "restore", None)  # optional: re-arm from the saved endpoints
             if callable(restore):
                 restore(pre[0], pre[1])
+                resumed += pre
             else:  # a predicate that cannot restore its endpoints measures them again
                 pre = predicate.preflight(cands[0], cands[-1])
                 record["preflight"] = [o.to_json() for o in pre]
@@ -419,6 +432,7 @@ def run_search(
         rounds = 0
         for saved in record.get("rounds", []):
             batch = [Observation.from_json(o) for o in saved]
+            resumed += batch
             rounds += 1
             for o in batch:
                 known[o.candidate.index] = o
@@ -446,7 +460,7 @@ def run_search(
     lo, hi = bounds(known, n)
     status: Status = "culprit" if hi == lo + 1 else "ambiguous"
     non_mono = sorted(i for i, o in known.items() if o.outcome == "good" and i > hi)
-    result = StageResult(status, lo, hi, cands, observations, rounds, len(observations) - len(pre), non_mono)
+    result = StageResult(status, lo, hi, cands, observations, rounds, len(observations) - len(pre), non_mono, resumed)
     record["result"] = {"status": status, "lo": lo, "hi": hi}
     persist()
     return result

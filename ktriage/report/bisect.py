@@ -53,6 +53,18 @@ def _conf(c: float | None) -> str:
     return "" if c is None else f"{c:.2f}"
 
 
+def compiles_text(stage: StageResult) -> str:
+    """``5 frontend compiles``, the stage's over every run of its state; after a --resume that read back
+    compiled candidates, how many this run ran (the JSON's ``frontend_compiles``) and how many the earlier
+    runs did (``frontend_compiles_earlier_runs``): the line added them without a word, and disagreed with
+    the JSON's count of this run."""
+    total = int(stage.cost().get("compiles", 0))
+    now = int(stage.cost(this_run=True).get("compiles", 0))
+    if total == now:
+        return plural(total, "frontend compile")
+    return f"{plural(total, 'frontend compile')} ({now} in this run, {total - now} in earlier runs, read back with --resume)"
+
+
 def stage_summary(stage: StageResult) -> str:
     """The one-line answer of a stage."""
     if stage.status == "culprit":
@@ -116,6 +128,7 @@ def to_json(report: BisectReport) -> JSONObject:
         "summary": stage_summary(final),
         "stages": [{"name": n, **s.to_json()} for n, s in zip(report.stage_names, report.stages)],
         "frontend_compiles": report.frontend_compiles,
+        "frontend_compiles_earlier_runs": report.earlier_compiles,
         "explain": [e.to_json() for e in report.explain] if report.explain is not None else None,
         "explain_note": report.explain_note,
         "notes": [*(n for s in report.stages if (n := outside_note(s))), *report.notes],
@@ -136,7 +149,7 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
             "",
             (
                 f"{plural(len(stage.candidates), 'candidate')}, {plural(stage.rounds, 'round')}, {stage.tested} tested after the endpoints, "
-                f"{plural(int(cost.get('compiles', 0)), 'frontend compile')}, {plural(int(cost.get('samples', 0)), 'sample')}"
+                f"{compiles_text(stage)}, {plural(int(cost.get('samples', 0)), 'sample')}"
             ),
             "",
             "| # | candidate | decision | confidence | measurements | reason |",
@@ -206,10 +219,9 @@ def print_report(report: BisectReport, console: Console) -> None:
                 escape(o.reason),
             )
         console.print(table)
-        cost = stage.cost()
         console.print(
             f"{plural(len(stage.candidates), 'candidate')}, {plural(stage.rounds, 'round')}, {stage.tested} tested after the endpoints, "
-            f"{plural(int(cost.get('compiles', 0)), 'frontend compile')}"
+            f"{escape(compiles_text(stage))}"
         )
         if stage.non_monotonic:
             console.print(

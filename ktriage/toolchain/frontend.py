@@ -47,6 +47,7 @@ from ktriage.toolchain.installer import (
 )
 from ktriage.toolchain.ptxas import version_from_text
 from ktriage.toolchain.spec import ToolchainSpec
+from ktriage.toolchain.supported import SUPPORTED_TRITON
 
 MARKER = "frontend.json"
 FACTS = "ktriage-facts.json"
@@ -490,6 +491,17 @@ def frontend_facts(frontend: Frontend, ccs: Iterable[int] = PROBED_ARCHS) -> Fro
     return facts
 
 
+def _too_old_error(version: str) -> ToolchainError:
+    """The probe's worker refused this Triton as older than 3.2 (insitu/worker.py: its JIT differs). The fix
+    said to remove and re-add the toolchain, which builds the same too-old Triton again: it names the
+    releases that work now."""
+    return ToolchainError(
+        f"Triton {version} is older than ktriage supports: ktriage compiles with Triton 3.2 and newer",
+        f"pick Triton 3.2 or newer: a supported release ({', '.join(f'triton=={v}' for v in SUPPORTED_TRITON)}; "
+        "docs/toolchains.md)",
+    )
+
+
 def _probe(frontend: Frontend, cc: int) -> tuple[JSONValue, JSONValue]:
     """Run insitu/probe.py for one arch: the arch's entry of the facts file and the probe's
     ``order_sensitive``; a crash of the process is that arch's error, not ours."""
@@ -515,6 +527,8 @@ def _probe(frontend: Frontend, cc: int) -> tuple[JSONValue, JSONValue]:
         entry = {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}
         order_sensitive = None
     if cc == 80 and isinstance(entry, Mapping) and "error" in entry:
+        if str(entry["error"]).startswith("version:"):  # the worker's WorkerError("version", ...): too old
+            raise _too_old_error(frontend.triton_version)
         raise ToolchainError(
             f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {entry['error']}",
             f"remove and re-add the toolchain (ktriage toolchain remove triton=={frontend.triton_version}); "

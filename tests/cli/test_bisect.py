@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -443,10 +444,16 @@ class _HungBisect(NamedTuple):
     args: list[str]
 
     @classmethod
-    def make(cls, tmp_path: Path) -> _HungBisect:
+    def make(cls, tmp_path: Path, *, in_preflight: bool = False) -> _HungBisect:
+        """``in_preflight``: the first command run waits instead (only the first: mkdir is atomic)."""
         repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
         go_on, pidfile = tmp_path / "go-on", tmp_path / "hung.pid"
-        extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
+        when = (
+            f"mkdir {tmp_path / 'hung.once'} 2>/dev/null"
+            if in_preflight
+            else f'[ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]'
+        )
+        extra = f"if [ ! -f {go_on} ] && {when}; then echo $$ > {pidfile}; sleep 600; fi"
         script, log = check_script(tmp_path, extra)
         state = tmp_path / "state.json"
         args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
@@ -525,6 +532,61 @@ def test_ctrl_c_says_the_rounds_are_kept_and_resume_continues(tmp_path: Path, ru
     r = run_cli([*args, "--resume"])
     assert r.exit_code == exit_codes.OK, r.output
     assert json.loads(state.read_text())["result"]["culprit"]["id"] == repo.culprit
+
+
+def test_ctrl_c_in_the_preflight_says_nothing_was_done_yet(tmp_path: Path, run_cli: RunCli) -> None:
+    """Ctrl-C while the preflight measured the endpoints said "the rounds done are kept in S; run the same
+    command with --resume": no round had run, and nothing was measured. It says so now, and that the same
+    command starts again; it does."""
+    hung = _HungBisect.make(tmp_path, in_preflight=True)
+    repo, go_on, state, args = hung.repo, hung.go_on, hung.state, hung.args
+    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        hung.wait_for_the_4th_run(proc, "Ctrl-C")
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        hung.kill_the_4th_run()
+    assert proc.returncode == exit_codes.INTERRUPTED, err
+    said = " ".join(err.split())
+    assert (
+        "interrupted during the preflight, before any candidate was measured: nothing was done yet; "
+        "run the same command again to start"
+    ) in said, err
+    assert "rounds done are kept" not in said and "--resume" not in said and "Traceback" not in err
+    go_on.write_text("")
+    r = run_cli(args)  # as it says: the same command, no --resume
+    assert r.exit_code == exit_codes.OK, r.output
+    assert json.loads(state.read_text())["result"]["culprit"]["id"] == repo.culprit
+
+
+@pytest.mark.slow
+def test_resume_counts_this_runs_compiles_apart_from_the_earlier_runs(
+    tmp_path: Path, toolchain: Any, run_cli: RunCli
+) -> None:
+    """After --resume the stage line said "N frontend compiles", adding the compiles of the runs before,
+    while the JSON's ``frontend_compiles`` counted this run's only: the two disagreed. The line now says
+    how many this run ran and how many the earlier runs did, and the JSON has both. Real compiles (triton
+    3.4.0) of a salted kernel, so that the first run does compile."""
+    toolchain(TOOLCHAIN)
+    repo = make_kernel_repo(tmp_path / "repo", n=8, culprit_at=5, salt=uuid.uuid4().hex)
+    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad, "--spec", "spec.toml"]
+    args += ["--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", "none", "--state", str(tmp_path / "s.json")]
+    first = run_cli([*args, "--no-explain", "--json", str(tmp_path / "1.json")])
+    assert first.exit_code == exit_codes.OK, first.output
+    ran = json.loads((tmp_path / "1.json").read_text())["frontend_compiles"]
+    assert ran > 0 and f"{ran} frontend compiles\n" in first.stdout, first.output
+    again = run_cli(
+        [*args, "--resume", "--no-explain", "--json", str(tmp_path / "2.json"), "-o", str(tmp_path / "2.md")]
+    )
+    assert again.exit_code == exit_codes.OK, again.output
+    said = f"{ran} frontend compiles (0 in this run, {ran} in earlier runs, read back with --resume)"
+    assert said in again.stdout and said in (tmp_path / "2.md").read_text(), again.output
+    data = json.loads((tmp_path / "2.json").read_text())
+    assert (data["frontend_compiles"], data["frontend_compiles_earlier_runs"]) == (0, ran)
+    assert data["stages"][0]["cost"]["compiles"] == ran  # the stage's cost: every run's
 
 
 def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCli) -> None:
@@ -729,6 +791,29 @@ def test_bisect_step_refuses_a_metric_toolchain_or_arch_other_than_the_baselines
     ):
         r = run_cli([*step, *extra])
         assert r.exit_code == 128 and r.problem.startswith(problem), r.output
+
+
+@pytest.mark.parametrize(
+    ("metric", "why"),
+    [
+        ("latency", "bisect-step judges compile metrics only: time toolchains with `ktriage bisect --metric latency"),
+        ("spill_store_byte", "unknown metric 'spill_store_byte' (did you mean spill_store_bytes?), so no baseline"),
+    ],
+)
+def test_bisect_step_on_a_baseline_offers_no_baseline_of_a_metric_it_refuses(
+    metric: str, why: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """``--baseline b.json --metric latency`` on a spill-bytes baseline was refused with the fix "record a
+    baseline with it: --record-baseline FILE with --metric latency", which bisect-step refuses in turn (it
+    compiles, never times); a misspelt metric got the same offer. The fix offers only what works now."""
+    baseline = tmp_path / "b.json"
+    config = {"metric": "spill_store_bytes", "toolchain": "triton==3.4.0", "spec": "spec.toml", "arch": "sm_90"}
+    baseline.write_text(json.dumps({"config": config, "good": {"values": {"red": 0}}, "bad": {"values": {"red": 48}}}))
+    r = run_cli(["bisect-step", "--baseline", str(baseline), "--metric", metric])
+    assert r.exit_code == 128 and r.problem.startswith(f"metric='{metric}' (--metric {metric}) differs"), r.output
+    fix = r.fix or ""
+    assert fix.startswith("drop metric (--metric) (the baseline's spill_store_bytes is used); " + why), r.output
+    assert "--record-baseline" not in fix, r.output
 
 
 def test_bisect_step_refuses_a_baseline_path_that_is_a_folder_before_compiling(tmp_path: Path, run_cli: RunCli) -> None:
