@@ -34,3 +34,26 @@ def test_a_tritonbench_csv_resaved_with_commas_is_named_and_the_fix_works(tmp_pa
     r = run_cli(["triage", str(RUN1), str(semi), "--format", "json"])
     assert r.exit_code == 4, r.output  # read: toolchains unknown (no --old/--new-toolchain), nothing failed to read
     assert "12 cells of 60 past the 10% gate" in r.output
+
+
+CROSS = ["--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0", "--no-bisect", "--no-fixes"]
+
+
+def test_needs_a_gpu_names_the_triages_own_gpu_step(tmp_path: Path, run_cli: RunCli) -> None:
+    """12 cells of the pair stay unsure without a GPU. The report's next step said "a side-by-side re-run
+    (`ktriage bench` with both toolchains in one GPU process)": a bench by hand, with no word of --bundle,
+    which plans those cells and whose results --measured turns into these verdicts. It names the triage's
+    step now; with --bundle given, the line after it gives the bundle's own command, so it does not repeat."""
+    md = tmp_path / "r.md"
+    r = run_cli(["triage", str(RUN1), str(RUN2), *CROSS, "-o", str(md)])
+    assert r.exit_code == 0, r.output
+    needs = md.read_text().split("### What this triage could not decide without a GPU")[1]
+    first = needs.strip().splitlines()[0]
+    assert first.startswith("- TritonBench files give one number per cell"), needs
+    assert "ktriage bench" not in first and "--bundle DIR" in first and "--measured DIR" in first, first
+    assert "--measure) on a GPU host" in first, first
+    bundle = tmp_path / "tri"
+    r = run_cli(["triage", str(RUN1), str(RUN2), *CROSS, "--bundle", str(bundle), "-o", str(md)])
+    assert r.exit_code == 0, r.output
+    needs = md.read_text().split("### What this triage could not decide without a GPU")[1]
+    assert "--bundle DIR" not in needs and f"`bash {bundle / 'measure.sh'}`" in needs, needs
