@@ -306,15 +306,19 @@ def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
 
 def _refuse_comma_table(text: str, origin: str) -> None:
     """TritonBench's layout comma-separated is ktriage bench's own table (``-o F.csv``): medians, no samples.
-    It was refused as "not a TritonBench CSV" with the fix to run TritonBench; this names it and the file to use."""
+    It was refused as "not a TritonBench CSV" with the fix to run TritonBench; this names it and the file to use.
+    TritonBench's own CSV re-saved with commas (pandas' default, a spreadsheet's) looks the same: the message
+    says so, and how to give that copy (its original, its JSON, or ';' again), not only ktriage bench's fix."""
     semi = next(csv.reader(io.StringIO(text), delimiter=";"), [])
     comma = next(csv.reader(io.StringIO(text)), [])
     if len(semi) < 2 and len(comma) >= 2 and "-" not in comma[0] and all("-" in h for h in comma[1:]):
         raise FormatError(
-            f"{origin} is a comma-separated results table (ktriage bench -o F.csv writes one), not TritonBench's "
-            "';'-separated CSV: it holds one median per cell, not the samples a verdict needs",
-            "compare the results files of the same runs (ktriage bench -o R.json: every cell's samples), or give "
-            "the file of `python run.py ... --csv --output F`",
+            f"{origin} is a comma-separated results table (ktriage bench -o F.csv writes one; TritonBench's "
+            "run.py --csv writes ';', so this is no file of it as written, perhaps one re-saved by pandas or a "
+            "spreadsheet): ktriage bench's table holds one median per cell, not the samples a verdict needs",
+            "compare the results files of the same runs (ktriage bench -o R.json: every cell's samples); for "
+            "TritonBench, give the file `python run.py ... --csv --output F` wrote, or its JSON (--output-json F), "
+            "or save the copy with ';' between columns (pandas: to_csv(F, sep=';', index=False))",
         )
 
 

@@ -52,7 +52,7 @@ from ktriage.triage.measure_plan import (
     fixes_to_time,
     plan_measurement,
 )
-from ktriage.triage.measure_read import apply_measured, describe, mark_not_measured, results_paths
+from ktriage.triage.measure_read import apply_measured, check_results, describe, mark_not_measured, results_paths
 from ktriage.triage.model import GpuStep, TriageOptions, TriageReport
 from ktriage.wording import plural
 
@@ -106,10 +106,8 @@ def check_options(options: TriageOptions) -> None:
         if problem:
             raise KtriageError(f"{MEASURE} needs an NVIDIA GPU on this machine: {problem}", NO_GPU_FIX)
     if options.measured:  # refused now, not after the compile-side steps; read, or with no flagged cell an
-        from ktriage.compare.sides import load_side  # explain report given as --measured passed without a word
-
-        for path in results_paths(options.measured):
-            load_side(path)
+        # explain report given as --measured passed without a word
+        check_results(results_paths(options.measured))
 
 
 def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:

@@ -59,6 +59,18 @@ def results_paths(given: Sequence[str]) -> list[Path]:
     return out
 
 
+def check_results(paths: Sequence[Path]) -> None:
+    """Refuse, before any compile, a ``--measured`` file that no triage's bundle could have written: one
+    that is no results file, or the results of no bundle or of a bundle without a triage token (a plain
+    ``ktriage bench`` run, a TritonBench file). Which triage's token it must carry is known only once the
+    flagged cells are (``apply_measured`` checks that); these errors were raised there too, after the
+    explain step had compiled every flagged cell with both toolchains (minutes, for nothing)."""
+    from ktriage.compare.sides import load_side
+
+    for path in paths:
+        _bundle_of(load_side(path).run, path)
+
+
 def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
     """The bundle a results file measured (its folder name) and the triage token in that name."""
     settings = run.settings if isinstance(run.settings, dict) else {}

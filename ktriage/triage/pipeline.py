@@ -777,10 +777,20 @@ def _gpu_needed(report: TriageReport, singles: set[CellKey], sides: _Sides) -> N
     """What only a GPU re-run can decide, said in the report (the GPU step, when it runs, takes the
     lines it settles back out), and the note that one toolchain on both sides is not the compiler."""
     if singles:
+        options = report.options
+        # the triage's own GPU step, not `ktriage bench` by hand: --bundle plans the flagged cells, their
+        # baseline and both toolchains' kernels, and --measured reads the results back into these verdicts
+        how = (
+            ""
+            if not report.cells or options.bundle or options.measure or options.measured
+            else f": this triage again with {option('bundle', '--bundle', 'DIR')} builds it for the GPU host "
+            f"(then `bash DIR/measure.sh` there and this triage with {option('measured', '--measured', ['DIR'])}), "
+            f"or with {option('measure', '--measure', True)} on a GPU host that can build both toolchains"
+        )
         report.gpu_needed.append(
             "TritonBench files give one number per cell: no confidence interval, so no "
-            "statistical verdict; a side-by-side re-run (`ktriage bench` with both toolchains "
-            "in one GPU process) decides the cells marked unsure"
+            "statistical verdict; a side-by-side re-run (both toolchains timed in one GPU process) "
+            "decides the cells marked unsure" + how
         )
     if report.of("not_compile_side") or report.of("unsure_no_gpu"):
         report.gpu_needed.append(

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ktriage.cli.app import main
+from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.measure.results_file import write_results
 from ktriage.testing import lognormal
@@ -542,3 +544,26 @@ def test_the_fix_variant_times_a_predicted_slower_fix_only_when_no_recommended_o
     assert "num_warps 8" in beside and "num_warps 2" not in beside and not any(SLOWER_TIMED in n for n in beside_notes)
     assert f"num_warps 2{SLOWER_LABEL}" in alone
     assert f"{SLOWER_TIMED} (num_warps 2)" in alone_notes
+
+
+def test_measured_of_no_triage_bundle_is_refused_before_the_explain_step_compiles() -> None:
+    """Two toolchains (3.3.1 -> 3.4.0) flag liger_layer_norm cells that the explain step compiles with both;
+    a --measured file that no triage's bundle wrote (a real H200 bench run, or a TritonBench CSV) was refused
+    only after that compile ("explain liger.layer_norm bwd inputs [...]" said first): minutes of compiling
+    for an error the file alone gives. It is refused now before anything is compiled."""
+    real = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
+    options = TriageOptions(
+        old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd", bisect=False
+    )
+    for given, said in (
+        (real, "the results of bundle ln-bwd-all, which no triage wrote"),
+        (RUN2, "not the results of a bundle"),
+    ):
+        steps: list[str] = []
+        with pytest.raises(KtriageError, match=said):
+            triage(RUN1, RUN2, replace(options, measured=[str(given)]), say=steps.append)
+        assert steps == []  # no explain, no bundle: nothing ran
+    # the same triage without --measured does compile its flagged cells: the check above is not vacuous
+    steps = []
+    triage(RUN1, RUN2, options, say=steps.append)
+    assert any(s.startswith("explain liger.layer_norm bwd") for s in steps), steps
