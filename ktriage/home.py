@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
+from filelock import FileLock
 
 from ktriage.errors import KtriageError
 
@@ -92,3 +95,26 @@ def home_subdir(name: str) -> Path:
     path = ktriage_home() / name
     _make(path)
     return path
+
+
+@contextmanager
+def home_lock(path: Path) -> Iterator[None]:
+    """Hold the file lock ``path`` of a build or removal in the home (``toolchains/.<id>.lock``...).
+
+    Why not a bare ``FileLock``: on a home that cannot be written (a read-only mount, another user's
+    folder) taking the lock is the first write, and its OSError reached the user as an internal error
+    with a traceback hint; it is the home's problem, said with the fix. Errors inside the block are
+    not touched."""
+    lock = FileLock(str(path))
+    try:
+        lock.acquire()
+    except OSError as exc:
+        raise KtriageError(
+            f"cannot write to the ktriage home at {path.parent}: {exc.strerror or exc}",
+            "make it writable, or set KTRIAGE_HOME to a writable folder (docs/environment.md); what is "
+            "already built there is still used",
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

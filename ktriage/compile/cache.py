@@ -116,11 +116,15 @@ def _plain_name(name: object) -> bool:
     )
 
 
-def entry_problem(entry: Path) -> str | None:
+def entry_problem(entry: Path, *, sidecars: bool = True) -> str | None:
     """What is wrong with a published entry, or None when every file matches its manifest, result.json
-    is a JSON object and every sidecar matches its own hash. Only regular files inside the entry are
-    read: a manifest that names a path outside it (``../../etc/passwd``) or a symbolic link is damage,
-    never a file to hash or measure."""
+    is a JSON object and (``sidecars``) every sidecar matches its own hash. Only regular files inside
+    the entry are read: a manifest that names a path outside it (``../../etc/passwd``) or a symbolic
+    link is damage, never a file to hash or measure.
+
+    A run's read passes ``sidecars=False``: a damaged sidecar is quarantined alone when it is read
+    (:func:`read_sidecar`) and recomputed from the verified cubin; checked here, it sent the whole
+    entry to quarantine and its kernel to be compiled again."""
     not_entry = _not_an_entry(entry)
     if not_entry:
         return not_entry
@@ -166,7 +170,7 @@ def entry_problem(entry: Path) -> str | None:
         return f"result.json is not valid JSON ({exc})"
     if not isinstance(record, dict):
         return "result.json is not a JSON object"
-    for side in sorted(entry.glob(f"{SIDECAR_PREFIX}*.json")):
+    for side in sorted(entry.glob(f"{SIDECAR_PREFIX}*.json")) if sidecars else []:
         problem = sidecar_problem(side)
         if problem:
             return f"{side.name}: {problem}"
@@ -238,7 +242,7 @@ class ArtifactCache:
         if not entry.is_dir():
             return None
         if entry not in self._verified:
-            problem = entry_problem(entry)
+            problem = entry_problem(entry, sidecars=False)
             if problem is not None:
                 self._damaged(entry, problem)
                 return None

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
-from filelock import FileLock
+from packaging.version import InvalidVersion, Version
 
 from ktriage.errors import ToolchainError
-from ktriage.home import home_subdir
+from ktriage.home import home_lock, home_subdir
 from ktriage.insitu.environment import compile_environment
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.toolchain import FactsFile, FrontendMarker
@@ -38,10 +38,10 @@ from ktriage.toolchain.installer import (
     is_missing_version,
     no_progress,
     read_json,
+    release_not_installed,
     run_uv,
     sha256_file,
     uv_failure,
-    versions_hint,
     wipe,
     write_json_atomic,
 )
@@ -96,16 +96,27 @@ def ensure_frontend(spec: ToolchainSpec, progress: Progress = no_progress) -> Fr
     """Return the spec's frontend venv, building it (once, under a lock) if needed."""
     if spec.triton_host:
         return host_frontend(Path(sys.executable), progress)
+    if spec.triton_wheel is None and spec.triton_version is not None and not _supported_version(spec.triton_version):
+        raise _too_old_error(spec.triton_version)  # before a virtualenv is built (Triton 2.0 brings torch: 4 GB)
     key, sha = frontend_key(spec)
     root = envs_dir() / key
     built = _load(root)
     if built is not None:
         return built
-    with FileLock(str(envs_dir() / f".{key}.lock")):
+    with home_lock(envs_dir() / f".{key}.lock"):
         built = _load(root)  # another process may have finished it while we waited
         if built is not None:
             return built
         return _build(spec, key, sha, root, progress)
+
+
+def _supported_version(version: str) -> bool:
+    """A Triton release ktriage can compile with: 3.2 or newer (insitu/worker.py refuses older ones).
+    A version that is no version number is left to the index to refuse."""
+    try:
+        return Version(version) >= Version("3.2")
+    except InvalidVersion:
+        return True
 
 
 def load_frontend(root: Path) -> Frontend | None:
@@ -141,10 +152,13 @@ def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress:
     if proc.returncode != 0:
         wipe(root)
         if spec.triton_wheel is None and is_missing_version(proc):
-            raise ToolchainError(
-                f"triton=={spec.triton_version} is not on the package index (or has no wheel for Python "
-                f"{sys.version_info.major}.{sys.version_info.minor} on this platform)",
-                versions_hint("triton", "triton==3.4.0"),
+            raise release_not_installed(
+                proc,
+                key="triton",
+                version=str(spec.triton_version),
+                package="triton",
+                example="triton==3.4.0",
+                suggest=_supported_version,
             )
         raise uv_failure(proc, what=f"install {label}", fix="check the network / index access, or the wheel file")
     progress(f"checking {label}")
@@ -227,7 +241,7 @@ def host_frontend(python: Path, progress: Progress = no_progress) -> Frontend:
     built = _load(root)
     if built is not None:
         return built
-    with FileLock(str(envs_dir() / f".{key}.lock")):
+    with home_lock(envs_dir() / f".{key}.lock"):
         built = _load(root)
         if built is not None:
             return built
@@ -472,7 +486,7 @@ def frontend_facts(frontend: Frontend, ccs: Iterable[int] = PROBED_ARCHS) -> Fro
     known = _read_facts(frontend.root)
     if known is not None and all(cc in known.archs for cc in wanted):
         return known
-    with FileLock(str(envs_dir() / f".{frontend.key}.facts.lock")):
+    with home_lock(envs_dir() / f".{frontend.key}.facts.lock"):
         known = _read_facts(frontend.root)
         raw = read_json(frontend.root / FACTS) if known is not None else None
         data: JSONObject = raw if raw is not None else {"format": FACTS_FORMAT, "archs": {}}
@@ -527,7 +541,9 @@ def _probe(frontend: Frontend, cc: int) -> tuple[JSONValue, JSONValue]:
         entry = {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}
         order_sensitive = None
     if cc == 80 and isinstance(entry, Mapping) and "error" in entry:
-        if str(entry["error"]).startswith("version:"):  # the worker's WorkerError("version", ...): too old
+        if str(entry["error"]).startswith("version:") or not _supported_version(
+            frontend.triton_version
+        ):  # the worker's WorkerError("version", ...): too old
             raise _too_old_error(frontend.triton_version)
         raise ToolchainError(
             f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {entry['error']}",

@@ -61,9 +61,56 @@ def uv_failure(proc: subprocess.CompletedProcess[str], *, what: str, fix: str) -
 
 
 def is_missing_version(proc: subprocess.CompletedProcess[str]) -> bool:
-    """True when uv failed because the requested version does not exist on the index."""
+    """True when uv failed because the requested version does not exist on the index it asked.
+
+    Not when uv could not ask: offline (``UV_OFFLINE``, a node without network), uv says "No solution
+    found" too ("was not found in the cache"), and that is no answer about the index."""
     text = (proc.stderr or "") + (proc.stdout or "")
+    if re.search(r"not found in the cache|network was disabled|[Nn]etwork connectivity is disabled", text):
+        return False
     return bool(re.search(r"no version of|not found in the package registry|No solution found", text))
+
+
+def uv_reason(proc: subprocess.CompletedProcess[str]) -> str:
+    """uv's own reason for a failed install, on one line (its ``cause:`` lines, else its last line)."""
+    lines = [ln.strip() for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
+    causes = [ln.removeprefix("cause:").strip() for ln in lines if ln.startswith("cause:")]
+    text = " / ".join(causes) or (lines[-1] if lines else f"uv exit {proc.returncode}")
+    return text[:400]
+
+
+def release_not_installed(
+    proc: subprocess.CompletedProcess[str],
+    *,
+    key: str,
+    version: str,
+    package: str,
+    example: str,
+    suggest: Callable[[str], bool] = lambda _v: True,
+) -> ToolchainError:
+    """The error for ``uv pip install PACKAGE==VERSION`` that resolved no such release.
+
+    Why asked again with ``pip index versions``: uv's "no version" is an answer of the index (or cache)
+    *uv* reaches from this machine; a node offline or behind a mirror without that release got "not
+    on the package index", and a fix that offered that very version to pick. When the index does list
+    it, the problem is this machine's access, and the versions offered never include the one asked for.
+    ``suggest``: which listed versions are worth offering (Triton: the ones ktriage supports)."""
+    what = f"{package}=={version}" if package == key else f"{key}=={version}: {package}=={version}"
+    listed = available_versions(package, limit=1000)
+    others = [v for v in listed if v != version and suggest(v)]
+    if version in listed:
+        pick = f"; or pick another release: {key}=={others[0]}" if others else ""
+        return ToolchainError(
+            f"{what}: the package index lists it, but uv could not install it on this machine ({uv_reason(proc)})",
+            "let uv reach the index from this machine (network, UV_INDEX_URL / UV_OFFLINE, a mirror that lacks "
+            f"it), or build the toolchain once on a machine that can and copy the ktriage home{pick}",
+        )
+    where = f"no release for Python {sys.version_info.major}.{sys.version_info.minor} on this platform"
+    if others:
+        fix = f"pick a version that exists ({package} on the index): {key}=={others[0]}, or one of {', '.join(others[1:25])}"
+    else:
+        fix = f"pick an existing version (see `pip index versions {package}`), e.g. {example}"
+    return ToolchainError(f"{what} is not on the package index ({where})", fix)
 
 
 def available_versions(package: str, limit: int = 25) -> list[str]:
@@ -81,15 +128,6 @@ def available_versions(package: str, limit: int = 25) -> list[str]:
         if m:
             return [v.strip() for v in m.group(1).split(",") if v.strip()][:limit]
     return []
-
-
-def versions_hint(package: str, example: str, key: str | None = None) -> str:
-    """A fix sentence listing available versions when we can get them (``key==`` is the spec key)."""
-    versions = available_versions(package)
-    spec_key = key or package
-    if versions:
-        return f"pick a version that exists ({package} on the index): {spec_key}=={versions[0]}, or one of {', '.join(versions[1:])}"
-    return f"pick an existing version (see `pip index versions {package}`), e.g. {example}"
 
 
 def write_json_atomic(path: Path, data: Mapping[str, JSONValue]) -> None:

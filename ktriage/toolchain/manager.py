@@ -30,10 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
-from filelock import FileLock
 
 from ktriage.errors import KtriageError, ToolchainError
-from ktriage.home import home_subdir
+from ktriage.home import home_lock, home_subdir
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.toolchain import ToolchainRecord
 from ktriage.toolchain.frontend import (
@@ -259,7 +258,7 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
     existing = _load(root)
     if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
         return existing
-    with FileLock(str(toolchains_dir() / f".{tc_id}.lock")):
+    with home_lock(toolchains_dir() / f".{tc_id}.lock"):
         existing = _load(root)
         if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
             return existing
@@ -439,16 +438,16 @@ def remove_toolchain(id_or_spec: str) -> None:
     tc = find_toolchain(id_or_spec)
     if tc is None:
         raise ToolchainError(f"no toolchain {id_or_spec!r} is installed", "see `ktriage toolchain list` for ids")
-    with FileLock(str(toolchains_dir() / f".{tc.id}.lock")):
+    with home_lock(toolchains_dir() / f".{tc.id}.lock"):
         (tc.root / MARKER).unlink(missing_ok=True)
         wipe(tc.root)
     remaining = list_toolchains()
     if tc.env_root is not None and not any(o.env_root == tc.env_root for o in remaining):
-        with FileLock(str(envs_dir() / f".{tc.env_root.name}.lock")):
+        with home_lock(envs_dir() / f".{tc.env_root.name}.lock"):
             wipe(tc.env_root)
     if not tc.ptxas_is_bundled and _is_release(tc.ptxas) and not any(o.ptxas == tc.ptxas for o in remaining):
         release_root = tc.ptxas.parent.parent
-        with FileLock(str(releases_dir() / f".{release_root.name}.lock")):
+        with home_lock(releases_dir() / f".{release_root.name}.lock"):
             wipe(release_root)
 
 

@@ -15,18 +15,16 @@ import stat
 import sys
 from pathlib import Path
 
-from filelock import FileLock
-
 from ktriage.errors import ToolchainError
-from ktriage.home import home_subdir
+from ktriage.home import home_lock, home_subdir
 from ktriage.toolchain.installer import (
     Progress,
     is_missing_version,
     no_progress,
     read_json,
+    release_not_installed,
     run_uv,
     uv_failure,
-    versions_hint,
     wipe,
     write_json_atomic,
 )
@@ -61,7 +59,7 @@ def ensure_ptxas_release(version: str, progress: Progress = no_progress) -> Path
     found = release_ptxas(version)
     if found is not None:
         return found
-    with FileLock(str(releases_dir() / f".{version}.lock")):
+    with home_lock(releases_dir() / f".{version}.lock"):
         found = release_ptxas(version)
         if found is not None:
             return found
@@ -72,7 +70,8 @@ def _install(version: str, progress: Progress) -> Path:
     root = releases_dir() / version
     staging = releases_dir() / f".{version}.staging-{os.getpid()}"
     wipe(root)
-    wipe(staging)
+    for dead in releases_dir().glob(f".{version}.staging-*"):
+        wipe(dead)  # an install killed half-way (we hold the release's lock: no live one writes there)
     package = nvcc_package(version)
     progress(f"downloading ptxas {version} ({package})")
     proc = run_uv(
@@ -92,9 +91,8 @@ def _install(version: str, progress: Progress) -> Path:
     try:
         if proc.returncode != 0:
             if is_missing_version(proc):
-                raise ToolchainError(
-                    f"ptxas=={version}: {package}=={version} is not on the package index",
-                    versions_hint(package, "ptxas==12.8.93", key="ptxas"),
+                raise release_not_installed(
+                    proc, key="ptxas", version=version, package=package, example="ptxas==12.8.93"
                 )
             raise uv_failure(proc, what=f"download {package}=={version}", fix="check the network / index access")
         found = sorted((staging / "wheel").glob("nvidia/**/bin/ptxas"))

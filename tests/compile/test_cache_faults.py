@@ -161,6 +161,9 @@ def test_damage_is_detected_quarantined_and_recompiled(
         assert len(list((root / cache.QUARANTINE).iterdir())) >= 1
     else:
         assert warnings == [] and compiler.frontend_compiles == 0
+    if scenario == "edited resources":  # the sidecar alone is moved aside (docs/cache.md), its entry kept
+        assert compiler.frontend_compiles == 0 and compiler.cache_repairs == []
+        assert all(p.is_file() and "-resources-" in p.name for p in (root / cache.QUARANTINE).iterdir())
     # nothing damaged is left to be served, and a third run is a clean hit
     assert [s.problem for s in cache.verify_all(root) if s.problem] == []
     third, compiler = facts(root, tc)
