@@ -13,7 +13,8 @@ from ktriage.errors import ToolchainError
 def test_triton_3_1_is_refused_with_a_fix_that_picks_a_supported_release(toolchain: Any) -> None:
     """Triton 3.1.0 failed its probe with "ktriage compiles with Triton 3.2 and newer", and the fix said to
     remove and re-add the toolchain: that builds the same 3.1.0 again. The fix names the releases that
-    work. A real triton 3.1.0 wheel, probed by the real worker."""
+    work. Since s22i a release below 3.2 is refused before anything installs (nothing downloaded); a local
+    wheel or host Triton that old still reaches the probe, which says the same (tests/toolchain/test_home_admin.py)."""
     with pytest.raises(ToolchainError) as info:
         toolchain("triton==3.1.0")
     assert (
