@@ -49,7 +49,9 @@ def _row(r: CellResult, *, short: bool) -> list[str]:
     ]
 
 
-COLUMNS = ("operator", "kernel", "input", "toolchain", "measured", "predicted [interval]", "")
+# the toolchain column names the reference second ("triton==3.4.0 vs triton==3.6.0": 3.4.0 timed against 3.6.0),
+# the last one whether the model and the GPU agree (or how they disagree)
+COLUMNS = ("operator", "kernel", "input", "toolchain vs reference", "measured", "predicted [interval]", "model vs GPU")
 
 
 def to_text(scoring: Scoring, model: ModelUsed, cells: int, operators: int) -> str:
