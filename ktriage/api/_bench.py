@@ -24,6 +24,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.bench.plan import BenchPlan, native_variants
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -137,6 +138,8 @@ class BenchReport(BenchRenders):
     """An operator bench: what was asked (op, pass, precision, baseline, metrics), the bundle built
     or read, and, unless ``compile_only``, the run and its cells (every sample kept). The renderers
     are the ones ``ktriage bench`` writes with (the .csv/.md table, the .json results file)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     op: str
     mode: str

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ktriage.api._args import db as args_db
 from ktriage.api._args import entry_point
 from ktriage.api.paths import check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
@@ -31,6 +32,8 @@ __all__ = ["ProfiledBundle", "profile", "profile_attach"]
 class ProfiledBundle:
     """The profile document of one bundle input (``doc``), the folder ncu's raw files went to, and,
     when counters were attached to a results file, the notes of that and the store's answer."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     doc: ProfileReport
     folder: Path

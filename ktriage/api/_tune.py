@@ -18,6 +18,7 @@ from ktriage import progress
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -45,6 +46,8 @@ class TuneReport:
     ``model``: the cost model file that priced the estimates and set the tie tolerance (``model=``,
     ``--model``, ``$KTRIAGE_MODEL`` or the shipped fit), which every rendering names. The renderers are
     ``ktriage tune``'s."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     results: list[ScreenResult]
     scalings: list[ScaleResult[Any]]
