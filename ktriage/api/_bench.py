@@ -206,7 +206,7 @@ def bench(
     baseline: str | None = None,
     metrics: str = BENCH_DEFAULTS.metrics,
     mode: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     input_id: int | None = None,
     num_inputs: int | None = None,
     precision: str | None = None,

@@ -88,7 +88,7 @@ def bench_recorded(
     bundle: str | Path | None = None,
     toolchains: Sequence[str] = (),
     kernels: Sequence[str] | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     compile_only: bool = False,
     arch: str | None = None,
     results_path: str | Path | None = None,

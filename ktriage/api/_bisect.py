@@ -81,7 +81,7 @@ def bisect(
     command: str | None = None,
     op: str | None = None,
     mode: str | None = None,
-    inputs: Sequence[str] = (),
+    inputs: int | Sequence[str | int] = (),
     spec: str | None = None,
     toolchain: str | None = None,
     build: str | None = None,

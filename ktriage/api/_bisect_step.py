@@ -47,7 +47,7 @@ def bisect_step(
     spec: str | None = None,
     op: str | None = None,
     mode: str | None = None,
-    inputs: Sequence[str] = (),
+    inputs: int | Sequence[str | int] = (),
     metric: str | None = None,
     toolchain: str | None = None,
     arch: str = "sm_90",

@@ -128,10 +128,10 @@ def _what_the_parameters_mean(cal: Calibration) -> list[str]:
 @args.entry_point
 def calibrate(
     *,
-    from_cells: Sequence[str | Path] = (),
-    results: Sequence[str | Path] = (),
+    from_cells: Path | Sequence[str | Path] = (),
+    results: Path | Sequence[str | Path] = (),
     runs: Sequence[str] = (),
-    explain: Sequence[str | Path] = (),
+    explain: Path | Sequence[str | Path] = (),
     operators: Sequence[str] = (),
     backends: Sequence[str] = (),
     db: str | None = None,
@@ -174,10 +174,10 @@ def calibrate(
 
 def gather_cells(
     *,
-    from_cells: Sequence[str | Path] = (),
-    results: Sequence[str | Path] = (),
+    from_cells: Path | Sequence[str | Path] = (),
+    results: Path | Sequence[str | Path] = (),
     runs: Sequence[str] = (),
-    explain: Sequence[str | Path] = (),
+    explain: Path | Sequence[str | Path] = (),
     operators: Sequence[str] = (),
     backends: Sequence[str] = (),
     db: str | None = None,

@@ -105,7 +105,7 @@ def catalog_show(
     mode: str | None = None,
     target: str = "sm_90",
     dtype: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     sm_count: int | None = None,
 ) -> CatalogShow:
     """Expand ``op`` (``liger.layer_norm``, ``liger.layer_norm@latest``...) into kernel specs for

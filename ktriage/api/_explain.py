@@ -145,7 +145,7 @@ def explain(
     target: str | Path,
     toolchains: Sequence[str],
     mode: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     input_id: int | None = None,
     num_inputs: int | None = None,
     arch: str | None = None,

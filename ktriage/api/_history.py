@@ -58,7 +58,7 @@ def history(
     *,
     op: str,
     backend: str,
-    inputs: Sequence[str] = (),
+    inputs: int | Sequence[str | int] = (),
     mode: str | None = None,
     toolchain: str | None = None,
     gpu: str | None = None,

@@ -64,14 +64,14 @@ class ProfiledBundle:
 @entry_point
 def profile(
     *,
-    bundle: Path,
+    bundle: str | Path,
     input_id: int | None = None,
     input: str | None = None,
     backend: str | None = None,
-    raw_dir: Path | None = None,
+    raw_dir: str | Path | None = None,
     ncu: str | None = None,
     warmup: int = 3,
-    results: Path | None = None,
+    results: str | Path | None = None,
     db: str | None = None,
 ) -> ProfiledBundle:
     """Run ncu (--clock-control none) on each toolchain's kernels of one input of ``bundle``: ``input_id``,
@@ -135,7 +135,7 @@ def profile(
     return ProfiledBundle(doc=doc, folder=folder)
 
 
-def profile_attach(report: ProfiledBundle, results: Path, db: str | None = None) -> ProfiledBundle:
+def profile_attach(report: ProfiledBundle, results: str | Path, db: str | None = None) -> ProfiledBundle:
     """Write ``report``'s counters into the results file ``results`` (each toolchain's cell) and the
     store's copy of its run; the notes and the store's answer come back on a copy of the report."""
     from dataclasses import replace

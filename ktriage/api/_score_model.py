@@ -78,10 +78,10 @@ class ModelScoreReport:
 @args.entry_point
 def score_model(
     *,
-    from_cells: Sequence[str | Path] = (),
-    results: Sequence[str | Path] = (),
+    from_cells: Path | Sequence[str | Path] = (),
+    results: Path | Sequence[str | Path] = (),
     runs: Sequence[str] = (),
-    explain: Sequence[str | Path] = (),
+    explain: Path | Sequence[str | Path] = (),
     operators: Sequence[str] = (),
     backends: Sequence[str] = (),
     db: str | None = None,

@@ -93,7 +93,7 @@ def workload_show(*, path: str | Path) -> WorkloadShow:
 
 
 @entry_point
-def workload_import(*, traces: Sequence[str | Path], output: str | Path) -> WorkloadImported:
+def workload_import(*, traces: Path | Sequence[str | Path], output: str | Path) -> WorkloadImported:
     """Convert tritonparse's raw traces (``.ndjson``, gzip ``.bin.ndjson`` / ``.ndjson.gz``, all of one
     run) into a workload and write it to ``output`` (``.json``; an existing file is replaced only when
     it is a ktriage workload). A damaged or foreign trace is a KtriageError. A lone str or Path is one
