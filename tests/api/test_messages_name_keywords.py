@@ -396,8 +396,21 @@ LN_BWD = ROOT / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"  # one H2
             "toolchains (--toolchains) compares the toolchains of ONE run, but two were given (old and new)",
             "drop new (the second argument), or toolchains (--toolchains)",
         ),
+        # compare's lower layer told a kt.compare caller "e.g. ktriage compare old.json new.json" and "compare the
+        # toolchains inside this one: ktriage compare RUN --toolchains": a command, not the call
+        (
+            {},
+            "compare needs two runs or result files, old and new (or one run with toolchains=True (--toolchains))",
+            "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
+        ),
+        (
+            {"new": str(LN_BWD)},
+            "both sides are one file",
+            f"give two different runs, or compare the toolchains inside this one: kt.compare(old='{LN_BWD}', "
+            f"toolchains=True) (ktriage compare {LN_BWD} --toolchains)",
+        ),
     ],
-    ids=["reference-alone", "reference-unknown", "baseline-compiled", "op-other", "two-sides"],
+    ids=["reference-alone", "reference-unknown", "baseline-compiled", "op-other", "two-sides", "no-new", "one-file"],
 )
 def test_compare_names_reference_toolchains_baseline_and_op_as_keywords(
     kwargs: dict[str, object], problem: str, fix: str
