@@ -24,6 +24,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.bench.plan import BenchPlan, native_variants
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -138,6 +139,8 @@ class BenchReport(BenchRenders):
     or read, and, unless ``compile_only``, the run and its cells (every sample kept). The renderers
     are the ones ``ktriage bench`` writes with (the .csv/.md table, the .json results file)."""
 
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
+
     op: str
     mode: str
     precision: str
@@ -203,7 +206,7 @@ def bench(
     baseline: str | None = None,
     metrics: str = BENCH_DEFAULTS.metrics,
     mode: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     input_id: int | None = None,
     num_inputs: int | None = None,
     precision: str | None = None,

@@ -27,6 +27,7 @@ from ktriage.api._bench import (
 )
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -48,6 +49,8 @@ class RecordedBenchReport(BenchRenders):
     """A recorded workload's bench: the bundle compiled or read, and, unless ``compile_only``, the
     run and its cells (one per kernel input and toolchain, every sample kept). The renderers are
     ``ktriage bench W.json``'s; :meth:`verdicts_markdown` compares the toolchains (more than one)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     name: str
     bundle: Path
@@ -85,7 +88,7 @@ def bench_recorded(
     bundle: str | Path | None = None,
     toolchains: Sequence[str] = (),
     kernels: Sequence[str] | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     compile_only: bool = False,
     arch: str | None = None,
     results_path: str | Path | None = None,

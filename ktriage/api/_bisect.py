@@ -17,6 +17,7 @@ from ktriage.api import _args as args
 from ktriage.api.paths import check_writable
 from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
+from ktriage.brief import brief
 from ktriage.catalog.resolve import op_default_mode
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 class BisectReport:
     """What the bisect found (``result``: the stages, the culprit, its explain), with the renderers
     ``ktriage bisect`` writes through."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     result: BisectResult
     title: str
@@ -78,7 +81,7 @@ def bisect(
     command: str | None = None,
     op: str | None = None,
     mode: str | None = None,
-    inputs: Sequence[str] = (),
+    inputs: int | Sequence[str | int] = (),
     spec: str | None = None,
     toolchain: str | None = None,
     build: str | None = None,

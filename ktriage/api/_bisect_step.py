@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api.paths import check_writable
 from ktriage.bisect.step import EXIT_ABORT
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ __all__ = ["EXIT_ABORT", "StepResult", "bisect_step"]
 class StepResult:
     """``code``: git bisect's (0 good, 1 bad, 125 skip; 0 after recording a baseline); ``message``:
     the verdict, its reason and the values measured (or the baseline recorded)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     code: int
     message: str
@@ -44,7 +47,7 @@ def bisect_step(
     spec: str | None = None,
     op: str | None = None,
     mode: str | None = None,
-    inputs: Sequence[str] = (),
+    inputs: int | Sequence[str | int] = (),
     metric: str | None = None,
     toolchain: str | None = None,
     arch: str = "sm_90",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api._args import entry_point
+from ktriage.brief import brief
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ __all__ = ["CacheGcReport", "CacheInfoReport", "CacheVerifyReport", "cache_gc", 
 @dataclass(frozen=True)
 class CacheInfoReport:
     """Where the cache is, its entries per kind, and its size on disk (``info``)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     info: CacheInfo
 
@@ -52,6 +55,8 @@ class CacheInfoReport:
 class CacheVerifyReport:
     """Every entry of the cache at ``root`` checked against its manifest (``states``); ``fixed``: the
     damaged ones were to be quarantined (each state says whether it was)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     root: Path
     states: Sequence[EntryState]
@@ -87,6 +92,8 @@ class CacheVerifyReport:
 @dataclass(frozen=True)
 class CacheGcReport:
     """What gc removed (or, with ``dry_run``, would remove) and the bytes freed."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     items: Sequence[GcItem]
     freed: int

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
 from ktriage.api.paths import check_replaceable, check_writable
+from ktriage.brief import brief
 from ktriage.errors import FormatError, KtriageError, option
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling, held_out_groups
 from ktriage.predict.model import DEFAULT_THRESHOLD
@@ -41,6 +42,8 @@ class CalibrateReport:
     """The cells fitted on, the fit (parameters, and unless skipped its leave-one-operator-out
     scores), the gate the scores were counted at, and every measured pair of the results that made no
     cell (``skipped``: ``say`` heard them grouped by kind, the model file keeps each)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     cells: list[CalibrationCell]
     calibration: Calibration
@@ -125,10 +128,10 @@ def _what_the_parameters_mean(cal: Calibration) -> list[str]:
 @args.entry_point
 def calibrate(
     *,
-    from_cells: Sequence[str | Path] = (),
-    results: Sequence[str | Path] = (),
+    from_cells: Path | Sequence[str | Path] = (),
+    results: Path | Sequence[str | Path] = (),
     runs: Sequence[str] = (),
-    explain: Sequence[str | Path] = (),
+    explain: Path | Sequence[str | Path] = (),
     operators: Sequence[str] = (),
     backends: Sequence[str] = (),
     db: str | None = None,
@@ -171,10 +174,10 @@ def calibrate(
 
 def gather_cells(
     *,
-    from_cells: Sequence[str | Path] = (),
-    results: Sequence[str | Path] = (),
+    from_cells: Path | Sequence[str | Path] = (),
+    results: Path | Sequence[str | Path] = (),
     runs: Sequence[str] = (),
-    explain: Sequence[str | Path] = (),
+    explain: Path | Sequence[str | Path] = (),
     operators: Sequence[str] = (),
     backends: Sequence[str] = (),
     db: str | None = None,

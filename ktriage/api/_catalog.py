@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ktriage.api._args import entry_point
+from ktriage.brief import brief
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ __all__ = ["CatalogList", "CatalogShow", "catalog_list", "catalog_show"]
 @dataclass(frozen=True)
 class CatalogList:
     """Every op of the catalog: its modes, number of inputs and the package of its kernel."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     ops: Sequence[OpInfo]
 
@@ -57,6 +60,8 @@ class CatalogList:
 class CatalogShow:
     """The kernel specs op ``op`` expands to on ``target``, one per input (launch parameters and
     specialization as the library launches them)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     op: str
     target: str
@@ -100,7 +105,7 @@ def catalog_show(
     mode: str | None = None,
     target: str = "sm_90",
     dtype: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     sm_count: int | None = None,
 ) -> CatalogShow:
     """Expand ``op`` (``liger.layer_norm``, ``liger.layer_norm@latest``...) into kernel specs for

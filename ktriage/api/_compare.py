@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.brief import brief
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side
 from ktriage.errors import KtriageError
@@ -28,6 +29,8 @@ class CompareView:
     """The renderers of a :class:`CompareReport`, the ones ``ktriage compare`` writes with. Apart
     from the report because the report lives in ``ktriage.compare``, below the rendering layer
     (``ktriage.report``), where triage and the cost model's dataset read it too."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     report: CompareReport
 

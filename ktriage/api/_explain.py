@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
+from ktriage.brief import brief
 from ktriage.catalog.resolve import resolve_kernels, select_input_range, spec_input_id
 from ktriage.errors import KtriageError, option
 from ktriage.exit_status import ExitStatus, outcome
@@ -52,6 +53,9 @@ class ExplainReport:
 
     The renderers (:meth:`to_json`, :meth:`to_markdown`, :meth:`to_html`, :meth:`print_table`) are the
     ones ``ktriage explain`` writes with; JSON is the file boundary, the fields are the API."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
+    BRIEF_FACTS: ClassVar[tuple[str, ...]] = ("complete", "regressions")
 
     target: str
     title: str
@@ -141,7 +145,7 @@ def explain(
     target: str | Path,
     toolchains: Sequence[str],
     mode: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     input_id: int | None = None,
     num_inputs: int | None = None,
     arch: str | None = None,

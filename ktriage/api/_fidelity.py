@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktriage.api import _args as args
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, SpecError, option
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
@@ -29,6 +30,8 @@ FidelityRow = Row  # one (case, Triton version) outcome
 class FidelityReport:
     """One row per (case, Triton version): ``identical``, ``differs`` (its detail says what),
     ``error`` or ``skipped``; ``target`` the arch the fake driver reported."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     rows: list[Row]
     target: str

@@ -14,6 +14,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.brief import brief
 from ktriage.history.analysis import HistoryReport as _Analysed
 from ktriage.mdsafe import markdown_writer
 
@@ -26,6 +27,8 @@ __all__ = ["HistoryReport", "history"]
 class HistoryReport(_Analysed):
     """Every series the query selected, with its change points (``series``), and ``recent_changes``:
     the change points among a series' latest ``fail_on_recent`` runs (a nightly's gate)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     def json_text(self) -> str:
         from ktriage.report.history import to_json
@@ -55,7 +58,7 @@ def history(
     *,
     op: str,
     backend: str,
-    inputs: Sequence[str] = (),
+    inputs: int | Sequence[str | int] = (),
     mode: str | None = None,
     toolchain: str | None = None,
     gpu: str | None = None,

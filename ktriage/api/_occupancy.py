@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.brief import brief
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 
@@ -28,6 +29,8 @@ __all__ = ["OccupancyReport", "occupancy"]
 class OccupancyReport:
     """The occupancy (``result``) of one kernel's resources on ``arch``, with the renderers
     ``ktriage occupancy`` writes with."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     result: Occupancy
     arch: Arch

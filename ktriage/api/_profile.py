@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ktriage.api._args import db as args_db
 from ktriage.api._args import entry_point
 from ktriage.api.paths import check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
@@ -31,6 +32,8 @@ __all__ = ["ProfiledBundle", "profile", "profile_attach"]
 class ProfiledBundle:
     """The profile document of one bundle input (``doc``), the folder ncu's raw files went to, and,
     when counters were attached to a results file, the notes of that and the store's answer."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     doc: ProfileReport
     folder: Path
@@ -61,14 +64,14 @@ class ProfiledBundle:
 @entry_point
 def profile(
     *,
-    bundle: Path,
+    bundle: str | Path,
     input_id: int | None = None,
     input: str | None = None,
     backend: str | None = None,
-    raw_dir: Path | None = None,
+    raw_dir: str | Path | None = None,
     ncu: str | None = None,
     warmup: int = 3,
-    results: Path | None = None,
+    results: str | Path | None = None,
     db: str | None = None,
 ) -> ProfiledBundle:
     """Run ncu (--clock-control none) on each toolchain's kernels of one input of ``bundle``: ``input_id``,
@@ -132,7 +135,7 @@ def profile(
     return ProfiledBundle(doc=doc, folder=folder)
 
 
-def profile_attach(report: ProfiledBundle, results: Path, db: str | None = None) -> ProfiledBundle:
+def profile_attach(report: ProfiledBundle, results: str | Path, db: str | None = None) -> ProfiledBundle:
     """Write ``report``'s counters into the results file ``results`` (each toolchain's cell) and the
     store's copy of its run; the notes and the store's answer come back on a copy of the report."""
     from dataclasses import replace

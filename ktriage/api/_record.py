@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ktriage.api._args import entry_point, path_or_name, texts
 from ktriage.api.paths import check_replaceable, check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.record.run import RecordResult
 from ktriage.record.workload import WORKLOAD_KIND, Workload
@@ -24,6 +25,8 @@ from ktriage.workload.recorded.bundle import BenchBlocker, bench_blockers
 class RecordReport:
     """What a recording produced: the run (``result``: the workload, its path, how the program
     ended) and the recorded inputs ``bench`` could not replay (said now rather than on the GPU host)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     result: RecordResult
     blockers: list[BenchBlocker]

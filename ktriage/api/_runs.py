@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ktriage.api import _args as args
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
@@ -42,6 +43,8 @@ __all__ = [
 class RunList:
     """Stored runs, newest first, from the store at ``url``; ``filtered``: some filter was given;
     ``more``: the store has more runs that match than the ``limit`` shown."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     summaries: list[RunSummary]
     url: str
@@ -74,6 +77,8 @@ class RunList:
 class RunShow:
     """One run: its summary, environment and cells (with their raw samples)."""
 
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
+
     summary: RunSummary
     info: RunInfo
     cells: list[Cell]
@@ -100,6 +105,8 @@ class RunShow:
 class RunExport:
     """A run and its cells, as a results file (:meth:`json_text`) or a TritonBench-like CSV."""
 
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
+
     info: RunInfo
     cells: list[Cell]
 
@@ -118,6 +125,8 @@ class RunExport:
 class RunImported:
     """What ``runs_import`` stored: the run id, its cell count and the store's URL."""
 
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
+
     run_id: str
     cells: int
     url: str
@@ -126,6 +135,8 @@ class RunImported:
 @dataclass(frozen=True)
 class RunDeleted:
     """What ``runs_delete`` removed: the run (its summary, cell counts included) and the store's URL."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     summary: RunSummary
     url: str

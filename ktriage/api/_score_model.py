@@ -18,6 +18,7 @@ from ktriage.api import _args as args
 from ktriage.api._calibrate import gather_cells
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.atomic import write_atomic
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.model import DEFAULT_THRESHOLD
@@ -39,6 +40,8 @@ class ModelScoreReport:
     """The cells scored, the model that predicted them (``model``: which file, its interval), each cell's
     prediction with its GPU verdict and the matrix (``scoring``), and every measured pair that made no
     cell (``skipped``)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     cells: list[CalibrationCell]
     model: ModelUsed
@@ -75,10 +78,10 @@ class ModelScoreReport:
 @args.entry_point
 def score_model(
     *,
-    from_cells: Sequence[str | Path] = (),
-    results: Sequence[str | Path] = (),
+    from_cells: Path | Sequence[str | Path] = (),
+    results: Path | Sequence[str | Path] = (),
     runs: Sequence[str] = (),
-    explain: Sequence[str | Path] = (),
+    explain: Path | Sequence[str | Path] = (),
     operators: Sequence[str] = (),
     backends: Sequence[str] = (),
     db: str | None = None,

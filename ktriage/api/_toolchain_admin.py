@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.brief import brief
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
@@ -38,6 +39,8 @@ __all__ = [
 class ToolchainList:
     """The built toolchains and their sizes on disk (bytes), in the same order; ``problems``: per
     toolchain None, or why it cannot be used as built (its virtualenv incomplete or damaged)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     toolchains: list[Toolchain]
     sizes: list[int]
@@ -64,6 +67,8 @@ class ToolchainList:
 class ToolchainShow:
     """Every field of one built toolchain, whether its Triton is order-sensitive, and how it
     assembles for each probed arch (``assemblers``: ``sm_90`` -> the assembler's label, or why not)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     id: str
     data: JSONObject

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api.paths import check_writable
+from ktriage.brief import brief
 from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, file_warnings, load_side
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
@@ -37,6 +38,8 @@ __all__ = ["TriageReport", "triage"]
 class TriageReport(_Triaged):
     """The whole triage (``ktriage.triage.model.TriageReport``: the flagged cells worst first within
     each verdict, what only a GPU can decide, what failed, the exit code) and its renderers."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     @classmethod
     def of_triage(cls, report: _Triaged) -> TriageReport:
@@ -83,11 +86,11 @@ def triage(
     jobs: int | None = None,
     bundle: str | Path | None = None,
     measure: bool = False,
-    measured: Sequence[str | Path] = (),
+    measured: Path | Sequence[str | Path] = (),
     limit: int | None = None,
     max_time: float | None = None,
     db: str | None = None,
-    workloads: Sequence[str | Path] = (),
+    workloads: Path | Sequence[str | Path] = (),
     allow_precision_mismatch: bool = False,
     model: str | Path | None = None,
     sm_count: int | None = None,

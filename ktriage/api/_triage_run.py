@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api._args import entry_point
 from ktriage.atomic import write_atomic
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.program import REPORTS, ProgramReport
@@ -33,6 +34,8 @@ class TriageRunReport(ProgramReport):
     """The whole run (``ktriage.triage.program.ProgramReport``: steps with wall times, one row per
     benched cell, the triage of the two sides) with its renderers; ``reports``: the work folder's
     report.md and report.json, as the folder was given."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     reports: tuple[Path, ...] = ()
 

@@ -18,6 +18,7 @@ from ktriage import progress
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -45,6 +46,8 @@ class TuneReport:
     ``model``: the cost model file that priced the estimates and set the tie tolerance (``model=``,
     ``--model``, ``$KTRIAGE_MODEL`` or the shipped fit), which every rendering names. The renderers are
     ``ktriage tune``'s."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     results: list[ScreenResult]
     scalings: list[ScaleResult[Any]]
@@ -92,7 +95,7 @@ def tune(
     target: str | Path,
     toolchains: Sequence[str],
     mode: str | None = None,
-    inputs: Sequence[str] | None = None,
+    inputs: int | Sequence[str | int] | None = None,
     input_id: int | None = None,
     num_inputs: int | None = None,
     arch: str | None = None,
@@ -102,11 +105,11 @@ def tune(
     top_k: int = 5,
     max_spill_bytes: int = 0,
     budget: float = 10.0,
-    warps: Sequence[int] | None = None,
-    stages: Sequence[int] | None = None,
-    blocks: Mapping[str, Sequence[int]] | None = None,
-    bundle: Path | None = None,
-    results_file: Path | None = None,
+    warps: int | Sequence[int] | None = None,
+    stages: int | Sequence[int] | None = None,
+    blocks: Mapping[str, int | Sequence[int]] | None = None,
+    bundle: str | Path | None = None,
+    results_file: str | Path | None = None,
     jobs: int | None = None,
     cluster: str | None = None,
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
@@ -141,6 +144,9 @@ def tune(
 
     target = args.path_or_name(target, "target", example="liger.layer_norm")
     mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    # a list here reached pathlib after the argument checks: "TypeError: expected str, bytes or os.PathLike"
+    bundle = args.optional_path(bundle, "bundle", "--bundle")
+    results_file = args.optional_path(results_file, "results_file", "--results")
     precision = args.optional_text(precision, "precision", "--precision", example="bf16")
     cluster = args.optional_text(cluster, "cluster", "--cluster", example="local")
     compile_only = args.switch(compile_only, "compile_only", "--compile-only")
@@ -154,17 +160,18 @@ def tune(
     model = args.model(model)  # a file that is no model is refused here, before any toolchain is built
     warps = args.wholes(warps, args.Whole("warps", "--warps", low=1, example=4))
     stages = args.wholes(stages, args.Whole("stages", "--stages", low=0, example=3))
+    knobs: dict[str, tuple[int, ...]] | None = None  # blocks checked: a lone int is one value (blocks={"BLOCK": 8192})
     if blocks is not None:
         if not isinstance(blocks, Mapping):
             raise KtriageError(
                 f"blocks (--block) is a {type(blocks).__name__}, not a mapping",
                 "pass e.g. blocks={'BLOCK_SIZE': [8192]}",
             )
-        blocks = {
+        knobs = {
             str(k): args.wholes(v, args.Whole(f"blocks[{k!r}]", "--block", low=1, example=8192)) or ()
             for k, v in blocks.items()
         }
-        for k, v in blocks.items():  # an empty knob screened no config: "no config stays within 0 spill store bytes"
+        for k, v in knobs.items():  # an empty knob screened no config: "no config stays within 0 spill store bytes"
             if not k.strip() or not v:
                 raise KtriageError(
                     f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
@@ -215,7 +222,7 @@ def tune(
             f"pass the inputs to tune as {option('inputs', '--input')}, e.g. "
             + option("inputs", "--input", [input_label(s.meta, s.name) for s in specs[:2]]),
         )
-    spaces = [config_space(spec, warps=warps, stages=stages, blocks=blocks) for spec in specs]
+    spaces = [config_space(spec, warps=warps, stages=stages, blocks=knobs) for spec in specs]
     params = load_params(model)  # every input's estimates and ties priced by one model (--model)
     tc, *others = resolve_toolchains(toolchains)
     timings: list[JSONObject | None] = [None] * len(spaces)
@@ -231,7 +238,7 @@ def tune(
             # runs its autotuner's config, not Triton's defaults): the space's default and its changes are
             # measured against that (spaces above were built from the preview to refuse bad options early)
             spaces = [
-                config_space(compiler.decide(space.spec, tc), warps=warps, stages=stages, blocks=blocks)
+                config_space(compiler.decide(space.spec, tc), warps=warps, stages=stages, blocks=knobs)
                 if space.spec.launch is not None
                 else space
                 for space in spaces

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api._args import entry_point
 from ktriage.api.paths import check_replaceable, check_writable
+from ktriage.brief import brief
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
@@ -32,6 +33,8 @@ __all__ = ["WorkloadImported", "WorkloadShow", "workload_import", "workload_show
 class WorkloadShow:
     """A loaded workload: its kernels, their inputs, launch counts and autotune choices, what was
     not captured and why, the host's versions."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     workload: Workload
 
@@ -55,6 +58,8 @@ class WorkloadShow:
 @dataclass(frozen=True)
 class WorkloadImported:
     """The workload converted from traces and the file it was written to."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     workload: Workload
     output: Path
@@ -88,7 +93,7 @@ def workload_show(*, path: str | Path) -> WorkloadShow:
 
 
 @entry_point
-def workload_import(*, traces: Sequence[str | Path], output: str | Path) -> WorkloadImported:
+def workload_import(*, traces: Path | Sequence[str | Path], output: str | Path) -> WorkloadImported:
     """Convert tritonparse's raw traces (``.ndjson``, gzip ``.bin.ndjson`` / ``.ndjson.gz``, all of one
     run) into a workload and write it to ``output`` (``.json``; an existing file is replaced only when
     it is a ktriage workload). A damaged or foreign trace is a KtriageError. A lone str or Path is one

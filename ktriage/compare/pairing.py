@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from ktriage.brief import brief
 from ktriage.compare.not_compared import NotComparedCell, not_compared_json
 from ktriage.errors import KtriageError, option
 from ktriage.measure.cells import Cell, RunInfo
@@ -175,6 +176,8 @@ class Comparison:
     """One reference side against one new side: every pair, the baseline check, the cliffs.
     ``ref_cells``/``new_cells`` are kept for plots and the counters' quotes, not serialised.
     (A ``ktriage compare`` holds one, or one per toolchain: ``ktriage.compare.report.CompareReport``.)"""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     ref_label: str
     new_label: str

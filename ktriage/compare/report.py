@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import ClassVar
 
+from ktriage.brief import brief
 from ktriage.compare.pairing import Comparison
 from ktriage.compare.quote import comparison_quotes
 from ktriage.exit_status import ExitStatus, outcome
@@ -21,6 +23,9 @@ from ktriage.schema.jsontypes import JSONObject
 @dataclass
 class CompareReport:
     """The comparisons of one compare, in order (reference side first)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
+    BRIEF_FACTS: ClassVar[tuple[str, ...]] = ("has_regressions", "regression_count", "complete")
 
     comparisons: list[Comparison]
 

@@ -9,7 +9,15 @@ typed report; printing and exit codes stay with the caller.
 from __future__ import annotations
 
 from ktriage.compare.report import CompareReport
-from ktriage.compare.sides import Side, check_baseline, check_not_one_run, check_precision, file_warnings, resolve_side
+from ktriage.compare.sides import (
+    LoadedSide,
+    Side,
+    check_baseline,
+    check_not_one_run,
+    check_precision,
+    file_warnings,
+    resolve_side,
+)
 from ktriage.errors import KtriageError, option
 from ktriage.stats.gate import check_gate
 from ktriage.wording import plural
@@ -85,16 +93,18 @@ def compare(
         )
     if new is None:
         raise KtriageError(
-            "compare needs two runs or result files (or one run with --toolchains)",
-            "e.g. ktriage compare old.json new.json",
+            f"compare needs two runs or result files, old and new (or one run with {option('toolchains', '--toolchains', True)})",
+            "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
+    shown = old.label if isinstance(old, LoadedSide) else str(old)  # a loaded side's repr is its every cell
     timed = len(run_toolchains(a.run, a.cells))  # --toolchains is a way out only for a run that timed two or more
     check_not_one_run(
         a,
         b,
-        (old, new),
-        f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains"
+        (shown, new.label if isinstance(new, LoadedSide) else new),
+        f"give two different runs, or compare the toolchains inside this one: kt.compare(old={shown!r}, "
+        f"toolchains=True) (ktriage compare {shown} --toolchains)"
         if timed >= 2
         else f"give two different runs (e.g. the old and the new toolchain's TritonBench files); this one timed "
         f"{plural(timed, 'toolchain')}, so there is none inside it to compare with --toolchains",

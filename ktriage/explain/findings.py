@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TypeVar
 
+from ktriage.brief import brief
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import (
@@ -496,6 +497,8 @@ class FindingGroup(_NamedInputs):
 
     ``kind``: "regression" when any evidence is worse, else "improvement" when any is better, else
     "change". ``impact`` ranks regressions (see :func:`_impact`)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     toolchain: str
     reference: str

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ktriage.brief import brief
 from ktriage.predict.calibration import CellResult, RecallBySize, Scores, usable
 from ktriage.predict.dataset import CalibrationCell
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, predict
@@ -46,6 +47,8 @@ def log_error(result: CellResult) -> float:
 class Scoring:
     """One model's predictions on measured cells (``results``, in the cells' order), their confusion matrix
     at ``threshold``, and what the model was fitted on (``fitted_on``: the model file's own words)."""
+
+    __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     params: Params
     results: list[CellResult]

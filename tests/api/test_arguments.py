@@ -384,6 +384,13 @@ AA_PAIR = "benchmarks/gpu/issue3/run2_layer_norm_aa/aa_"
         (kt.explain, {**OP, "input_id": 7, "model": ["m.json"]}, r"model \(--model\) is a list, not a str or a path"),
         (kt.tune, {**OP, "input_id": 7, "cluster": ["local"]}, r"cluster \(--cluster\) is a list, not a str"),
         (kt.tune, {**OP, "input_id": 7, "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        # tune's bundle and results_file reached pathlib unchecked: TypeError: expected str, bytes or os.PathLike
+        (kt.tune, {**OP, "input_id": 7, "bundle": ["b"]}, r"bundle \(--bundle\) is a list, not a str or a path"),
+        (
+            kt.tune,
+            {**OP, "input_id": 7, "results_file": ["r.json"]},
+            r"results_file \(--results\) is a list, not a str",
+        ),
         (kt.catalog_show, {"op": "liger.layer_norm", "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
         (kt.catalog_show, {"op": "liger.layer_norm", "dtype": ["bf16"]}, r"dtype \(--precision/--dtype\) is a list"),
         # bisect's one-string arguments reached the lower layers as they were: cluster=["local"] was

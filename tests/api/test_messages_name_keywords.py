@@ -396,8 +396,21 @@ LN_BWD = ROOT / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"  # one H2
             "toolchains (--toolchains) compares the toolchains of ONE run, but two were given (old and new)",
             "drop new (the second argument), or toolchains (--toolchains)",
         ),
+        # compare's lower layer told a kt.compare caller "e.g. ktriage compare old.json new.json" and "compare the
+        # toolchains inside this one: ktriage compare RUN --toolchains": a command, not the call
+        (
+            {},
+            "compare needs two runs or result files, old and new (or one run with toolchains=True (--toolchains))",
+            "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
+        ),
+        (
+            {"new": str(LN_BWD)},
+            "both sides are one file",
+            f"give two different runs, or compare the toolchains inside this one: kt.compare(old='{LN_BWD}', "
+            f"toolchains=True) (ktriage compare {LN_BWD} --toolchains)",
+        ),
     ],
-    ids=["reference-alone", "reference-unknown", "baseline-compiled", "op-other", "two-sides"],
+    ids=["reference-alone", "reference-unknown", "baseline-compiled", "op-other", "two-sides", "no-new", "one-file"],
 )
 def test_compare_names_reference_toolchains_baseline_and_op_as_keywords(
     kwargs: dict[str, object], problem: str, fix: str
@@ -442,3 +455,29 @@ def test_bisects_option_checks_name_the_keywords() -> None:
         "metric='latency' (--metric latency) measures on the GPU from a compile-here bundle"
     )
     assert (bundle.value.fix or "").endswith("pass bundle='DIR' (--bundle DIR) with backend='NAME' (--backend NAME)")
+
+
+def test_history_messages_name_the_keywords(tmp_path: Path) -> None:
+    """kt.history's store-side refusals named flags only: "--fail-on-recent 40 holds the whole series",
+    "can never fire with --min-segment 2", "no stored cell ... with --toolchain 9.9", "pick one with
+    --toolchain": options a kt.history caller passes as keywords. Fake nightlies (ktriage.testing) in a real
+    SQLite store."""
+    from ktriage.store import open_store
+    from ktriage.testing import fake_nightly_runs
+
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    with open_store(db) as store:
+        for run, cells in fake_nightly_runs(seed=11):
+            store.import_run(run, cells)
+    series = {"op": "layer_norm", "backend": "liger_layer_norm", "db": db}
+    with pytest.raises(KtriageError) as whole:
+        kt.history(**series, inputs=7, fail_on_recent=40)  # type: ignore[arg-type]
+    assert whole.value.problem.startswith("fail_on_recent=40 (--fail-on-recent 40) holds the whole series")
+    assert (whole.value.fix or "").startswith("give fail_on_recent (--fail-on-recent) below 30")
+    with pytest.raises(KtriageError) as never:
+        kt.history(**series, inputs=7, fail_on_recent=1)  # type: ignore[arg-type]
+    assert "can never fire with min_segment=2 (--min-segment 2)" in never.value.problem
+    with pytest.raises(KtriageError) as nothing:
+        kt.history(**series, toolchain="9.9")  # type: ignore[arg-type]
+    assert nothing.value.problem.endswith("with toolchain='9.9' (--toolchain 9.9)")
+    assert (nothing.value.fix or "").startswith("toolchain (--toolchain) (a Triton version")
