@@ -275,3 +275,15 @@ def parse_arch(target: str | int | Arch) -> Arch:
 def supported_archs() -> list[Arch]:
     """Every supported compute capability, oldest first."""
     return [Arch(ma, mi) for ma, mi in _TABLE]
+
+
+def cubin_runs_on(target: str, major: int, minor: int) -> bool:
+    """Whether a Triton cubin compiled for ``target`` loads on a GPU of compute capability
+    ``major.minor``. Why: a bundle compiled for sm_90 and copied to an A100 failed every cell with the
+    driver's "no kernel image" instead of one refusal naming the GPU. A cubin is SASS with no PTX to
+    JIT from, and runs on the same major at an equal or later minor; from 9.0 on Triton assembles for
+    the arch-specific target (``sm_90a``: :attr:`Arch.ptxas_name`), which runs on that exact CC only."""
+    built = parse_arch(target)
+    if built.cc >= 90:
+        return (major, minor) == (built.major, built.minor)
+    return major == built.major and minor >= built.minor

@@ -156,8 +156,9 @@ def bench_recorded(
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(bundle, "bundle (--bundle)", folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
+        from ktriage.workload.recorded.bundle import RECORDED_MODE, workload_name
 
-        check_bundle_folder(Path(bundle))
+        check_bundle_folder(Path(bundle), replacing=(workload_name(workload), RECORDED_MODE) if workload else None)
     tell: Say = say or (lambda _m: None)
     if compile_only and not toolchains:
         from ktriage.api._bench import refuse_nothing_to_compile
@@ -177,6 +178,7 @@ def bench_recorded(
         kernels = inputs = None  # the bundle holds the selection
     elif bundle is not None:
         recorded = load_recorded_bundle(bundle)
+        _refuse_other_arch(recorded, arch)
         if workload is not None and workload_name(workload) != recorded.name:
             raise KtriageError(
                 f"bundle {bundle} holds workload {recorded.name}, not {workload_name(workload)}",
@@ -199,6 +201,21 @@ def bench_recorded(
         recorded, kernels, inputs, results_path, db, timing, l2_flush, max_time, min_samples, gpus, tell
     )
     return RecordedBenchReport(recorded.name, recorded.bundle.path, tcs, run, cells)
+
+
+def _refuse_other_arch(recorded: RecordedBundle, arch: str | None) -> None:
+    """``bench --bundle DIR --arch X`` of a recorded bundle: its cubins are the bundle's target's, and
+    an ``--arch`` of another GPU was dropped without a word (docs/bench.md: refused before any GPU work),
+    on any machine, before a worker starts."""
+    built = recorded.bundle.target
+    if arch is None or arch in built.split(","):
+        return
+    raise KtriageError(
+        f"bundle {recorded.bundle.path} holds cubins compiled for {built}, not {option('arch', '--arch', arch)}",
+        f"drop {option('arch', '--arch')} (the bundle's own target is used) and measure it on an {built} GPU; for "
+        f"{arch}, record the program on that GPU and bench its workload: ktriage record -o W.json -- COMMAND, "
+        "then ktriage bench W.json -t OLD -t NEW",
+    )
 
 
 def _compile(
@@ -279,6 +296,8 @@ def _measure(
         timing={"mode": timing, "l2_flush": l2_flush},
         min_samples=min_samples,
         max_time_s=max_time,
+        target=recorded.bundle.target,
+        workload=recorded.workload_path(),
     )
 
     def on_cell(cell: Cell) -> None:

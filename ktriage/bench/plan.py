@@ -138,6 +138,8 @@ class RecordedPlan:
     threshold: float = 0.05
     confidence: float = 0.99
     seed: int = 0
+    target: str = ""  # the bundle's cubins' GPU target: the worker refuses a GPU that cannot load them
+    workload: str = ""  # the workload file the bundle was built from, for the offline explain of its fixes
 
     def to_json(self) -> JSONObject:
         return asdict(self)

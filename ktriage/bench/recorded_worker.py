@@ -62,10 +62,21 @@ def prepare_recorded_worker(plan_json: JSONObject) -> None:
 
     plan = RecordedPlan.from_json(plan_json)
     explain = (
-        f"`ktriage explain {plan.name}.json -t OLD -t NEW` (the workload the bundle was built from, its toolchains)"
+        f"`ktriage explain {plan.workload or plan.name + '.workload.json'} -t OLD -t NEW` (the workload the "
+        "bundle was built from, its toolchains)"
     )
     fix = no_gpu_fix(plan.bundle, explain)
-    ready_gpu(l2_flush=bool(plan.timing.get("l2_flush", True)), fix=fix)
+    rebuild = (
+        "record the program on this GPU and bench that workload: ktriage record -o W.json -- COMMAND, then "
+        "ktriage bench W.json -t OLD -t NEW (the recorded kernels are specialized for the GPU they ran on)"
+    )
+    ready_gpu(
+        l2_flush=bool(plan.timing.get("l2_flush", True)),
+        fix=fix,
+        target=plan.target,
+        bundle=plan.bundle,
+        rebuild=rebuild,
+    )
 
 
 def measure_entry(payload: EntryJob, emit: Emit) -> None:

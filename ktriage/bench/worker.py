@@ -146,11 +146,33 @@ def no_gpu_refusal(build: TorchBuild, driver_problem: str | None, fix: str, pyth
     return DeviceError(f"no CUDA GPU is visible to the measurement worker: {driver_problem}", fix)
 
 
-def ready_gpu(*, l2_flush: bool, fix: str) -> None:
+def other_gpu_refusal(
+    target: str, capability: tuple[int, int], gpu: str, bundle: str, rebuild: str
+) -> DeviceError | None:
+    """The refusal of a GPU that cannot load a bundle's cubins (:func:`ktriage.arch.cubin_runs_on`), or
+    None when it can. Why: a bundle built for sm_90 and measured on an A100 started, then failed every
+    cell at its first launch with the driver's "no kernel image is available". ``target``: the bundle's
+    (``sm_90``; a recorded bundle of kernels recorded on several GPUs joins them with commas: refused
+    only when the GPU runs none of them); ``rebuild``: how to get a bundle for this GPU."""
+    from ktriage.arch import cubin_runs_on
+
+    targets = [t for t in target.split(",") if t]
+    if not targets or any(cubin_runs_on(t, *capability) for t in targets):
+        return None
+    here = f"sm_{capability[0]}{capability[1]}"
+    return DeviceError(
+        f"bundle {bundle} holds cubins compiled for {target}, and this GPU ({gpu}, {here}) cannot load them",
+        f"measure it on an {target} GPU (copy {bundle} there), or {rebuild}",
+    )
+
+
+def ready_gpu(*, l2_flush: bool, fix: str, target: str = "", bundle: str = "", rebuild: str = "") -> None:
     """What every bench worker does before its first job (while the parent prepares the run): torch
     and CUDA up, the statistics imported, the flush buffer allocated and the GPU's clocks raised.
     ``fix``: what to do when no GPU is visible (:func:`no_gpu_fix`); the refusal itself is
-    :func:`no_gpu_refusal`'s (the CUDA driver is asked only then, in a bounded child process)."""
+    :func:`no_gpu_refusal`'s (the CUDA driver is asked only then, in a bounded child process).
+    ``target``: the GPU target of ``bundle``'s cubins, refused on a GPU that cannot load them
+    (:func:`other_gpu_refusal`, ``rebuild`` its fix), before any job."""
     import sys
 
     import torch
@@ -161,6 +183,11 @@ def ready_gpu(*, l2_flush: bool, fix: str) -> None:
         build = TorchBuild(str(torch.__version__), torch.version.cuda, torch.version.hip)
         raise no_gpu_refusal(build, gpu_problem(), fix, sys.executable)
     torch.zeros(1, device="cuda")
+    if target:
+        major, minor = torch.cuda.get_device_capability()
+        refusal = other_gpu_refusal(target, (major, minor), torch.cuda.get_device_name(), bundle, rebuild)
+        if refusal is not None:
+            raise refusal
     import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input
     from ktriage.measure.timing import shared_flusher, shared_spinner
 

@@ -121,7 +121,7 @@ def read_trace(path: Path) -> list[JSONObject]:
 
     A damaged or foreign file is a FormatError naming it; a torn last line (the program killed while
     tritonparse wrote it) is dropped, as for ktriage's own journal."""
-    from ktriage.schema.core import GZIP_MAGIC, MAX_INPUT_ENV, gunzip, read_bytes, size_limit
+    from ktriage.schema.core import GZIP_MAGIC, MAX_INPUT_ENV, gunzip, gzip_damage, read_bytes, size_limit
     from ktriage.schema.workload import MAX_TRACE_MB
 
     limit = size_limit(MAX_TRACE_MB)
@@ -135,9 +135,7 @@ def read_trace(path: Path) -> list[JSONObject]:
         try:
             unpacked = gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as exc:
-            raise FormatError(
-                f"tritonparse trace {path} is damaged: its gzip data is cut or corrupt ({exc})", FIX
-            ) from exc
+            raise gzip_damage(f"tritonparse trace {path}", exc, FIX) from exc
         if unpacked is None:
             raise FormatError(
                 f"tritonparse trace {path} is over the limit of {limit >> 20} MB once decompressed",

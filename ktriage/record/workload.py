@@ -664,6 +664,22 @@ def with_launch_facts(spec: KernelSpec, args: Sequence[Any], autotune_configs: A
     return spec if meta == spec.meta else spec.replace(meta=meta)
 
 
+def _source_checked(raw: Any, notes: list[str]) -> KernelSpec:
+    """A recorded input's spec, validated; its signature checked against its function in the snapshot.
+    A kernel whose function or module the snapshot lacks (a recorder that missed a file, a hand-edited
+    workload) keeps its spec and gets a note: that check refused the whole file ("damaged: cannot find
+    module ...") and every other kernel with it, where explain and bench report that kernel's cells as
+    failed compiles and go on with the rest."""
+    spec = KernelSpec.from_json(raw).validate(check_source=False)
+    try:
+        spec.validate()
+    except SpecError as exc:
+        note = f"its source does not load from the snapshot ({exc.problem}): its inputs cannot compile; {FIX}"
+        if note not in notes:
+            notes.append(note)
+    return spec
+
+
 def _from_json(data: Mapping[str, Any]) -> Workload:
     snapshots: dict[str, SnapshotFiles] = {}
     for digest, snap in dict(data["snapshots"]).items():
@@ -674,6 +690,7 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
     for k in data["kernels"]:
         if str(k["snapshot"]) not in snapshots:
             raise FormatError(f"kernel {k['id']} names snapshot {str(k['snapshot'])[:12]}, which the file lacks", FIX)
+        notes = list(k.get("notes") or [])
         inputs = [
             Input(
                 int(i["id"]),
@@ -683,9 +700,7 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
                 dict(i["options"]),
                 i.get("grid"),
                 int(i["count"]),
-                with_launch_facts(
-                    KernelSpec.from_json(i["spec"]).validate(), list(i["args"]), k.get("autotune_configs")
-                ),
+                with_launch_facts(_source_checked(i["spec"], notes), list(i["args"]), k.get("autotune_configs")),
                 i.get("autotune_choice"),
                 dict(i.get("heuristics") or {}),
                 i.get("jit_check"),
@@ -704,7 +719,7 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
                 str(k["snapshot"]),
                 inputs,
                 k.get("autotune_configs"),
-                list(k.get("notes") or []),
+                notes,
             )
         )
     not_captured = [

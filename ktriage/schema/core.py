@@ -57,8 +57,11 @@ def size_limit(default_mb: int) -> int:
     return int(value * MIB)
 
 
+CHECK_PATH = "check the path"  # the readers' default fix: for a file that is missing or cannot be read
+
+
 def read_bytes(
-    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
+    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = CHECK_PATH
 ) -> bytes:
     """The file's bytes; a missing, unreadable, non-regular or too large file is ``error``."""
     path = Path(path)
@@ -105,9 +108,7 @@ def decode_utf8(data: bytes, *, origin: str, error: ErrorType = FormatError) -> 
         ) from None
 
 
-def read_text(
-    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
-) -> str:
+def read_text(path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = CHECK_PATH) -> str:
     """A UTF-8 text file under ``limit`` bytes (source files, spec files)."""
     return decode_utf8(
         read_bytes(path, what=what, limit=limit, error=error, fix=fix), origin=f"{what} {path}", error=error
@@ -117,7 +118,7 @@ def read_text(
 def gunzip(data: bytes, limit: int) -> bytes | None:
     """Concatenated gzip members decompressed, or None past ``limit`` bytes (a gzip bomb stops there).
 
-    A cut or corrupt stream raises EOFError or zlib.error: the caller names its file."""
+    A cut stream raises EOFError, a corrupt one zlib.error: the caller names its file (:func:`gzip_damage`)."""
     out = bytearray()
     while data:
         member = zlib.decompressobj(wbits=31)
@@ -130,8 +131,25 @@ def gunzip(data: bytes, limit: int) -> bytes | None:
     return bytes(out)
 
 
+def gzip_damage(origin: str, exc: BaseException, fix: str, error: ErrorType = FormatError) -> KtriageError:
+    """The error of gzip data that :func:`gunzip` could not read, naming how it is damaged. Why: a cut
+    ``W.json.gz`` or ``R.json.gz`` (a copy or download that did not finish) was "cut or corrupt (the
+    gzip data ends before its end-of-stream marker)" with the fix "check the path", which is right and
+    cannot help: the file is cut short (or its bytes changed), and only another copy of it, or a new
+    recording, reads. ``fix``: the caller's own way to get the file again ("record it again"), added
+    after the copy unless it is the default :data:`CHECK_PATH`."""
+    if isinstance(exc, EOFError):
+        how = "cut short (it ends before gzip's end-of-stream marker), as a copy or download that did not finish leaves it"
+    else:
+        how = f"corrupt: its bytes changed after it was written ({exc})"
+    again = "copy it again from the machine that wrote it (the original is larger: compare the two sizes)"
+    if not isinstance(exc, EOFError):
+        again = "copy it again from the machine that wrote it (compare the two files' sha256sum)"
+    return error(f"{origin} is damaged: its gzip data is {how}", again if fix == CHECK_PATH else f"{again}, or {fix}")
+
+
 def read_text_gz(
-    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
+    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = CHECK_PATH
 ) -> str:
     """A UTF-8 text file, plain or gzip-compressed (told by its first bytes, not its name), under
     ``limit`` bytes once decompressed. Why: recorded workloads and results files are committed gzipped
@@ -141,7 +159,7 @@ def read_text_gz(
         try:
             unpacked = gunzip(data, limit)
         except (OSError, EOFError, zlib.error) as exc:
-            raise error(f"{what} {path} is damaged: its gzip data is cut or corrupt ({exc})", fix) from exc
+            raise gzip_damage(f"{what} {path}", exc, fix, error) from exc
         if unpacked is None:
             raise error(
                 f"{what} {path} is over the limit of {limit / MIB:.0f} MB once decompressed",

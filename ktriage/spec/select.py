@@ -7,7 +7,8 @@ package, so this package cannot import the catalog: docs/architecture.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,31 @@ from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file,
 # How a refusal names the recorded kernels: ``kernels=`` (bench_recorded) and ``--kernel``; the inputs'
 # name (INPUTS) lives with the range reader, which the autotune hook's imports reach without msgspec.
 KERNELS = option("kernels", "--kernel")
+
+
+def did_you_mean(selector: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for a selector that names nothing but is a near miss of what there is
+    (a kernel's function, its id with its function, an input's label or one of its arguments), else
+    "". Why: ``--kernel _rms_norm_fwd_kernal`` or ``--input X=4096x4069`` listed every kernel and input
+    of a workload of dozens and left the user to find the one letter; the close ones are named first."""
+    scored = []
+    for c in dict.fromkeys(c for c in candidates if c and c != selector):
+        matcher = difflib.SequenceMatcher(None, selector, c)
+        if matcher.real_quick_ratio() >= 0.8 and matcher.quick_ratio() >= 0.8 and (r := matcher.ratio()) >= 0.8:
+            scored.append((r, c))
+    best = max((r for r, _ in scored), default=0.0)
+    close = [c for r, c in sorted(scored, key=lambda rc: -rc[0]) if r >= best - 0.02][:3]  # the nearest only
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def recorded_candidates(inputs: Iterable[RecordedInput]) -> list[str]:
+    """What a recorded ``--input`` may be near: each kernel as the reports print it, each input's
+    full label and short label, and each of its ``name=value`` arguments (a short label's parts)."""
+    out: list[str] = []
+    for i in inputs:
+        out += [i.function, f"{i.kernel}:{i.function}", f"{i.function}.{i.kernel}", i.label, i.shapes]
+        out += [part for part in i.label.split(",") if "=" in part]
+    return out
 
 
 def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = INPUTS) -> list[KernelSpec]:
@@ -158,7 +184,8 @@ def select_specs(
         for label in [str(s.meta.get("input_label", ""))]
     ]
     if recorded:  # a workload's inputs: ids count within each kernel, so listed per kernel
-        raise SpecError(f"no input of {target} matches {flag} {selector!r}", recorded_choices(recorded))
+        near = did_you_mean(selector, recorded_candidates(recorded))
+        raise SpecError(f"no input of {target} matches {flag} {selector!r}{near}", recorded_choices(recorded))
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}", _spec_choices(specs) + _spec_range_hint(specs)
     )
@@ -300,7 +327,8 @@ def select_recorded_kernels(selectors: Sequence[str], kernels: Sequence[tuple[st
             if kernels:
                 k, f = kernels[0]
                 forms = f"; give each as its id ({k}), its function ({f}) or both as the reports print them ({k}:{f})"
-            raise SpecError(f"{where} has no kernel {sel!r}", f"choose {KERNELS} from: {choices}{forms}")
+            near = did_you_mean(sel, [form for k, f in kernels for form in (f, f"{k}:{f}")])
+            raise SpecError(f"{where} has no kernel {sel!r}{near}", f"choose {KERNELS} from: {choices}{forms}")
         picked.update(found)
     return sorted(picked)
 
@@ -339,7 +367,7 @@ def select_recorded(
         hits = _recorded_hits(sel, inputs, where)
         if not hits:
             raise SpecError(
-                f"no input of {where} matches {INPUTS} {sel!r}",
+                f"no input of {where} matches {INPUTS} {sel!r}{did_you_mean(sel, recorded_candidates(inputs))}",
                 recorded_choices(inputs, report_labels=True, bundle=bundle),
             )
         chosen |= set(hits)

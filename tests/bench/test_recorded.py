@@ -38,7 +38,8 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         # a typo next to a selector that matches: refused by name (it was dropped, input 0 compiled alone)
         (
             [str(LN_BWD), "--kernel", "K7", "-i", "0", "-i", "X_ptr=4096x4609", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload's kernels=['K7'] (--kernel K7) matches inputs (--input) 'X_ptr=4096x4609' fix: give an input id of K7 "
+            "no input of the workload's kernels=['K7'] (--kernel K7) matches inputs (--input) 'X_ptr=4096x4609' "
+            "(did you mean 'X_ptr=4096x4608'?) fix: give an input id of K7 "
             "(0..7); an input's label as `workload show` prints it, or some of its arguments, alone or inside its "
             "kernel's name (e.g. K7[X_ptr=4096x4608]); its label as bench's and compare's reports print it (K7 input "
             "0: 4096x4608,4608,4096,132x4608 n_rows=4096 n_cols=4608; K7 input 1: ",
@@ -248,7 +249,9 @@ def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli
     ), wrong.output
     missing = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K5:_rms_norm_forward_kernel"])
     assert missing.exit_code == exit_codes.USAGE, missing.output
-    assert missing.problem == f"bundle {bundle} has no kernel 'K5:_rms_norm_forward_kernel'"
+    assert missing.problem == (  # the kernel it is near: K0, the bundle's only one
+        f"bundle {bundle} has no kernel 'K5:_rms_norm_forward_kernel' (did you mean 'K0:_rms_norm_forward_kernel'?)"
+    )
     assert missing.fix == (
         "choose kernels (--kernel) from: K0 (_rms_norm_forward_kernel); give each as its id (K0), its function "
         f"(_rms_norm_forward_kernel) or both as the reports print them ({printed})"

@@ -297,7 +297,8 @@ def test_measuring_a_bundle_with_no_gpu_says_to_measure_it_on_the_gpu_machine(tm
         fix = out.fix or ""
         assert f"run `ktriage bench --bundle {bundle}`" in fix and "on the GPU machine" in fix, fix
         assert "compile here" not in fix and "add --compile-only" not in fix, fix
-        assert f"ktriage explain {'OP' if name == 'op' else 'liger_step.json'} -t OLD -t NEW" in fix, fix
+        # the workload file the bundle was built from, by the path it was given (it named liger_step.json, no file)
+        assert f"ktriage explain {'OP' if name == 'op' else WORKLOAD} -t OLD -t NEW" in fix, fix
         assert explained in fix, fix
 
 

@@ -183,7 +183,8 @@ def test_import_of_a_gzipped_export_reads_it_as_the_plain_one(store_url: str, tm
     cut.write_bytes(packed.read_bytes()[:-12])
     result = run_cli(["runs", "import", str(cut), "--db", f"sqlite:///{tmp_path / 'other.db'}"])
     assert result.exit_code == exit_codes.USAGE, result.output
-    assert result.problem.startswith(f"results file {cut} is damaged: its gzip data is cut or corrupt")
+    assert result.problem.startswith(f"results file {cut} is damaged: its gzip data is cut short")
+    assert (result.fix or "").startswith("copy it again from the machine that wrote it"), result.fix
 
 
 def test_import_of_a_folder_says_it_is_a_folder(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:

@@ -46,7 +46,7 @@ MAKERS: dict[str, tuple[Callable[[Path, RunCli], bytes], str]] = {
     "not-json": (lambda _d, _r: b"layer_norm 3.4.0 vs 3.6.0\n", "is not valid JSON: Expecting value"),
     "truncated": (lambda _d, _r: REPORT.read_bytes()[:100_000], "is not valid JSON: it ends before its JSON does"),
     "gzip-truncated": (lambda _d, _r: gzip.compress(REPORT.read_bytes()[:-40]), "it ends before its JSON does"),
-    "gzip-cut": (lambda _d, _r: gzip.compress(REPORT.read_bytes())[:-30], "its gzip data is cut or corrupt"),
+    "gzip-cut": (lambda _d, _r: gzip.compress(REPORT.read_bytes())[:-30], "its gzip data is cut short"),
     "deep": (lambda _d, _r: b"[" * 100_000 + b"]" * 100_000, "nests lists/objects deeper than 64 levels"),
     "array": (lambda _d, _r: b"[]", "is a JSON array, not an explain report"),
     "results-file": (lambda _d, _r: RESULTS.read_bytes(), "is a results file (measured cells), not an explain report"),

@@ -251,18 +251,46 @@ def is_bundle_manifest(path: Path) -> bool:
     )
 
 
-def check_bundle_folder(out_dir: Path) -> None:
+def bundle_identity(path: Path) -> tuple[str, str] | None:
+    """The (op, mode) of the bundle whose manifest is ``path`` (a recorded bundle's op is its workload's
+    name), or None when it is no bundle's or does not say."""
+    if not is_bundle_manifest(path):
+        return None
+    try:
+        doc = json.loads(read_text(path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB)))
+    except (KtriageError, OSError, ValueError, RecursionError):
+        return None
+    op, mode = doc.get("op"), doc.get("mode")
+    return (op, mode) if isinstance(op, str) and isinstance(mode, str) else None
+
+
+def check_bundle_folder(out_dir: Path, *, replacing: tuple[str, str] | None = None) -> None:
     """Refuse to write a bundle into ``out_dir`` when its ``manifest.json`` is not a bundle's, before any
     compile. Why: ``--bundle DIR`` named a folder that is not the bundle's alone (``--bundle .`` in a web
     app, a dataset's folder) and its ``manifest.json`` was replaced by the bundle's without a word. A
     bundle's manifest there is replaced or updated, as rebuilding a bundle in place always did (the
-    builders, ``add_variant`` and ``merge_bundles`` rewrite their own)."""
+    builders, ``add_variant`` and ``merge_bundles`` rewrite their own).
+
+    ``replacing``: the (op, mode) of the bundle about to be written (a recorded bundle's: its workload's
+    name, ``recorded``). A bundle of another op or workload there is refused too: ``bench B.json
+    --compile-only --bundle DIR`` into the folder of A's bundle replaced A's without a word, and A's
+    bundle was lost; a rebuild of the same one still replaces it."""
     manifest = Path(out_dir) / MANIFEST
-    if not (manifest.exists() or manifest.is_symlink()) or (manifest.is_file() and is_bundle_manifest(manifest)):
-        return
     given = Path(out_dir)
     named = given if given.name not in ("", "..") else given.resolve()  # --bundle . : the folder's own name
     sibling = named.with_name(f"{named.name}-bundle") if named.name else named / "ktriage-bundle"
+    if not (manifest.exists() or manifest.is_symlink()):
+        return
+    if manifest.is_file() and is_bundle_manifest(manifest):
+        held = bundle_identity(manifest) if replacing is not None else None
+        if replacing is None or held is None or held == replacing:
+            return
+        raise KtriageError(
+            f"{option('bundle', '--bundle', str(out_dir))} holds the bundle of {held[0]} ({held[1]}), which the "
+            f"bundle of {replacing[0]} ({replacing[1]}) would replace",
+            f"write it to a folder of its own, e.g. {option('bundle', '--bundle', str(sibling))}, or remove "
+            f"{out_dir} first to replace that bundle",
+        )
     raise KtriageError(
         f"{option('bundle', '--bundle', str(out_dir))}: {manifest} exists and is not a ktriage bundle's "
         f"manifest: the bundle's {MANIFEST} would replace it",

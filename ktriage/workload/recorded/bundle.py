@@ -189,7 +189,9 @@ def build_recorded_bundle(
         specs.setdefault(entry.spec_key, spec)
     entries = [e for e, _ in pairs]
     out_dir = Path(out_dir)
-    check_bundle_folder(out_dir)  # before the compile: a manifest.json of someone else's is kept
+    name = workload_name(workload.path or "workload")
+    # before the compile: a manifest.json of someone else's, or another workload's bundle, is kept
+    check_bundle_folder(out_dir, replacing=(name, RECORDED_MODE))
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     with progress.task(
         f"compiling {plural(len(specs), 'recorded kernel input')} x {plural(len(toolchains), 'toolchain')}",
@@ -209,7 +211,6 @@ def build_recorded_bundle(
                 "kind": outcome.kind,
                 "message": outcome.message,
             }
-    name = workload_name(workload.path or "workload")
     targets = sorted({s.target for s in specs.values()})
     manifest = {
         "format_version": FORMAT,
@@ -248,6 +249,15 @@ class RecordedBundle:
     @property
     def name(self) -> str:
         return self.bundle.op
+
+    def workload_path(self) -> str:
+        """The workload file the bundle was built from, as its builder named it (its manifest's
+        ``extra.workload.path``), or ``NAME.workload.json`` for a bundle that did not keep it. Why: the
+        GPU host's fixes named ``NAME.json``, a file that never existed (the corpus's are
+        ``NAME.workload.json.gz``)."""
+        extra = self.bundle.extra.get("workload") if isinstance(self.bundle.extra, dict) else None
+        path = extra.get("path") if isinstance(extra, dict) else None
+        return path if isinstance(path, str) and path else f"{self.name}.workload.json"
 
     def entry(self, entry_id: int) -> Entry:
         for e in self.entries:
