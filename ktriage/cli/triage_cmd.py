@@ -105,7 +105,9 @@ def triage(
     with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
         report = triage_api(**o.triage_args(given), say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     gpu = report.measured
-    if gpu is not None and gpu.commands and not gpu.results:
+    # the bundle's command, for a reader of the terminal when stdout is JSON or markdown (piped, most often);
+    # the terminal table says it itself ("needs a GPU: ..."), once
+    if gpu is not None and gpu.commands and not gpu.results and fmt != Format.table:
         console.print(f"bundle for the GPU re-run: {escape(str(gpu.bundle))}")
         console.print(f"on the GPU host: [bold]{escape(gpu.commands[0])}[/]  (it runs: {escape('; '.join(gpu.bench))})")
         console.print(f"then here: the same triage with --measured {escape(str(gpu.bundle))}")

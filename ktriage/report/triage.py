@@ -25,7 +25,7 @@ from ktriage.report.rich_table import add_columns
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_baseline, print_not_compared_groups
 from ktriage.stats.gate import gate_percent
-from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
+from ktriage.triage.model import CHANGES_PREFIX, CellTriage, SweepRow, TriageReport, changes_said
 from ktriage.wording import plural
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -77,7 +77,7 @@ def _counters_markdown(cells: list[CellTriage]) -> list[str]:
         return []
     out = ["Counters (Nsight Compute), next to the compile-side finding:", ""]
     out += [
-        f"- {_esc(c.label())} ({_esc(c.cause.text if c.cause else WORDS[c.verdict])}): {_esc(c.counters or '')}"
+        f"- {_esc(c.label())} ({_esc(c.cause.text if c.cause else c.verdict_text)}): {_esc(c.counters or '')}"
         for c in rows
     ]
     return out + [""]
@@ -96,6 +96,38 @@ def setup_line(report: TriageReport, code: Callable[[str], str] = str, text: Cal
         f"Toolchains: {old} -> {new}; gate ±{gate_percent(report.options.threshold)}; "
         f"target {text(report.options.arch)}{pricing}."
     )
+
+
+def baseline_moves(report: TriageReport, leads: bool) -> list[str]:
+    """Where the baseline itself moved past the gate (``BaselineMoves``): with ``leads``, the moves at the inputs of
+    other flagged cells, which every form says right under the headline (the strongest evidence a pair has that the
+    machine or the environment changed); else the others, said next to the baseline check."""
+    return [m.text for m in report.baseline_moves if m.leads == leads]
+
+
+def changes_refs(report: TriageReport) -> dict[str, int]:
+    """Each distinct compile-side-changes sentence's number in the report ([1], [2] ...): said once, under the
+    table of its first cells, and referred to by number from every row it concerns (as the causes are said once)."""
+    return {x: k for k, x in enumerate(changes_said(report.cells), 1)}
+
+
+def notes_text(c: CellTriage, refs: dict[str, int]) -> str:
+    """A row's notes, its compile-side changes by their number (the sentence is under the table)."""
+    ref = [f"{CHANGES_PREFIX} [{refs[f'{CHANGES_PREFIX}: {c.changes}']}]"] if c.changes else []
+    return "; ".join([*c.notes, *ref])
+
+
+def changes_lines(cells: list[CellTriage], refs: dict[str, int], said: set[str]) -> list[str]:
+    """The compile-side-changes sentences that ``cells`` (a section's rows) refer to and no section before said
+    (``said``, which it adds them to), numbered: each once in the whole report."""
+    new = [x for x in changes_said(cells) if x not in said]
+    said.update(new)
+    return [f"[{refs[x]}] {x}" for x in new]
+
+
+def _capital(text: str) -> str:
+    """A sentence that starts a paragraph of its own."""
+    return text[:1].upper() + text[1:]
 
 
 def _is_measured(report: TriageReport) -> bool:
@@ -122,11 +154,7 @@ def _gpu_lines(report: TriageReport) -> list[str]:
             "re-measured on the GPU, both toolchains side by side in one process: "
             + ", ".join(Path(x).name for x in m.results)
         )
-    elif m.commands:
-        out.append(
-            f"bundle for the GPU re-run: {m.bundle}; on the GPU host: {m.commands[0]}; then this triage "
-            f"again with --measured {m.bundle}"
-        )
+    # a bundle written, not yet benched: its command is said once, in what needs a GPU (``gpu_needed``)
     out += m.baseline
     return out
 
@@ -166,6 +194,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         "",
         f"**{report.headline()}**",
         "",
+        *[x for m in baseline_moves(report, leads=True) for x in (f"**{_esc(_capital(m))}**", "")],
         setup_line(report, code=md_code, text=_esc),
         "",
     ]
@@ -173,6 +202,8 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         out += [_esc(report.model.line(coverage=True)), ""]
     # before the verdicts, as the HTML and the terminal: a moved baseline changes how every row is read
     out += [baseline_markdown(report.baseline), ""]
+    out += [x for m in baseline_moves(report, leads=False) for x in (_esc(_capital(m)), "")]
+    refs, said = changes_refs(report), set[str]()
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
@@ -209,10 +240,12 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
             )
             out.append("|---|---|---|---|---|---|" + ("---|" if measured else ""))
             for c in cells:
-                row = [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), WORDS[c.verdict]]
-                row += ([_measured_text(c)] if measured else []) + ["; ".join(c.notes)]
+                row = [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), c.verdict_text]
+                row += ([_measured_text(c)] if measured else []) + [notes_text(c, refs)]
                 out.append("| " + " | ".join(_esc(x) for x in row) + " |")
             out.append("")
+            lines = changes_lines(cells, refs, said)
+            out += [f"- {_esc(x)}" for x in lines] + ([""] if lines else [])
             out += _counters_markdown(cells)
     gpu = _gpu_lines(report)
     if gpu:
@@ -231,19 +264,19 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     return "\n".join(out)
 
 
-def _row(c: CellTriage) -> dict[str, str]:
+def _row(c: CellTriage, refs: dict[str, int]) -> dict[str, str]:
     return {
         "label": c.label(),
         "old": f"{c.old_ms:.4f}",
         "new": f"{c.new_ms:.4f}",
         "change": _pct(c),
-        "verdict": WORDS[c.verdict],
+        "verdict": c.verdict_text,
         "kind": c.verdict,
         "cause": c.cause.text if c.cause else "",
         "summary": c.cause.summary if c.cause else "",
         "culprit": _culprit_text(c),
         "fix": _fix_text(c),
-        "notes": "; ".join(c.notes),
+        "notes": notes_text(c, refs),
         "counters": c.counters or "",
         "measured": _measured_text(c),
     }
@@ -286,6 +319,8 @@ def sweep_charts(report: TriageReport) -> list[str]:
     for row in report.sweep:
         if row.ratio:
             groups.setdefault((row.op, row.mode), []).append(row)
+    # a flagged cell's verdict in its own words (the baseline's are not "no compile-side change predicts it")
+    words = {(c.op, c.mode, c.input_id, c.backend): c.verdict_text for c in report.cells}
     for (op, mode), rows in sorted(groups.items()):
         rows, thinned = _thin(rows)
         xs = sorted({(r.input_id, r.input) for r in rows})
@@ -297,7 +332,7 @@ def sweep_charts(report: TriageReport) -> list[str]:
             for r in mine:
                 s.point_colours[pos[r.input_id]] = COLOURS.get(r.verdict or "", "#999")
                 s.point_titles[pos[r.input_id]] = (
-                    f"{backend} {r.input}: {r.ratio:.3f}x ({WORDS.get(r.verdict or '', 'not flagged')})"
+                    f"{backend} {r.input}: {r.ratio:.3f}x ({words.get((r.op, r.mode, r.input_id, r.backend), 'not flagged')})"
                 )
             series.append(s)
         charts.append(
@@ -319,14 +354,19 @@ def sweep_charts(report: TriageReport) -> list[str]:
 def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
     from markupsafe import Markup
 
-    sections = [
-        {
-            "title": t,
-            "regression": kinds == REGRESSION_KINDS,
-            "rows": [_row(c) for c in report.cells if c.verdict in kinds],
-        }
-        for t, kinds in SECTIONS
-    ]
+    refs, said = changes_refs(report), set[str]()
+    sections = []
+    for t, kinds in SECTIONS:
+        cells = [c for c in report.cells if c.verdict in kinds]
+        sections.append(
+            {
+                "title": t,
+                "regression": kinds == REGRESSION_KINDS,
+                "rows": [_row(c, refs) for c in cells],
+                # the regressions' table shows no notes (cause, culprit, fix): its cells' changes are not said there
+                "changes": changes_lines(cells, refs, said) if kinds != REGRESSION_KINDS else [],
+            }
+        )
     return (
         _env()
         .get_template("triage.html.j2")
@@ -337,6 +377,8 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
             sections=[s for s in sections if s["rows"]],
             measured=_is_measured(report),
             gpu_lines=_gpu_lines(report),
+            leads=baseline_moves(report, leads=True),
+            moves=baseline_moves(report, leads=False),
             decided=_decided(report),
             charts=[Markup(svg) for svg in sweep_charts(report)],
             not_compared=group_not_compared(report.not_compared),
@@ -346,10 +388,15 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
 
 def print_table(report: TriageReport, console: Console) -> None:
     console.print(f"[bold]{escape(report.headline())}[/]")
+    for m in baseline_moves(report, leads=True):  # the strongest evidence of the machine or the environment: first
+        console.print(f"[bold yellow]{escape(_capital(m))}[/]")
     console.print(escape(setup_line(report)))
     if report.model is not None:
         console.print(escape(report.model.line(coverage=True)))
     print_baseline(console, report.baseline)  # as the markdown and HTML: a moved one may be the cause
+    for m in baseline_moves(report, leads=False):
+        console.print(f"[yellow]{escape(_capital(m))}[/]")
+    refs, said = changes_refs(report), set[str]()
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
@@ -371,7 +418,7 @@ def print_table(report: TriageReport, console: Console) -> None:
         for c in cells:
             detail = " | ".join(
                 x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x
-            ) or "; ".join(c.notes)
+            ) or notes_text(c, refs)
             if c.counters:
                 detail += f" | counters: {c.counters}"
             table.add_row(
@@ -379,7 +426,7 @@ def print_table(report: TriageReport, console: Console) -> None:
                 f"{c.old_ms:.4f}",
                 f"{c.new_ms:.4f}",
                 _pct(c),
-                escape(WORDS[c.verdict]),
+                escape(c.verdict_text),
                 *([escape(_measured_text(c))] if measured else []),
                 escape(detail),
             )
@@ -387,6 +434,8 @@ def print_table(report: TriageReport, console: Console) -> None:
         if kinds == REGRESSION_KINDS:
             for s in cause_summaries(cells):
                 console.print(f"[bold]cause:[/] {escape(s)}")
+        for x in changes_lines(cells, refs, said):  # said once here, referred to by number from the rows
+            console.print(escape(x))
     for x in _gpu_lines(report):
         console.print(f"[cyan]GPU re-run:[/] {escape(x)}")
     style = "yellow" if report.gpu_needed else "green"  # "nothing: every flagged cell was decided ..." is good news

@@ -206,7 +206,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         bundles=list(plan.bundles),
         baseline=_baseline_notes(report),
     )
-    from ktriage.triage.model import ORDER
+    from ktriage.triage.model import ORDER, SETTLED_BY_A_RERUN
 
     rank = {v: k for k, v in enumerate(ORDER)}
     report.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
@@ -215,9 +215,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         if row.verdict is not None:
             row.verdict = flagged.get((row.op, row.mode, row.input_id, row.backend), row.verdict)
     undecided = [c for c in report.cells if c.verdict in ("unsure_measured", "unsure_no_replay", "unsure_no_gpu")]
-    report.gpu_needed = [
-        x for x in report.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
-    ]
+    report.gpu_needed = [x for x in report.gpu_needed if not x.startswith(SETTLED_BY_A_RERUN)]
     if undecided:
         report.gpu_needed.append(
             f"{plural(len(undecided), 'flagged cell')} {agree(len(undecided), 'is', 'are')} still unsure after the GPU re-run (no replay, failed, "

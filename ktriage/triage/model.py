@@ -76,6 +76,17 @@ WORDS: dict[str, str] = {
     "unsure_measured": "unsure after a side-by-side GPU re-run",
     "unsure_no_replay": "unsure: ktriage cannot bench this cell (no replay)",
 }
+# The op's baseline (torch_layer_norm, ...) is no toolchain's: neither compiles it, so "no compile-side change
+# predicts it" says nothing of it. What it is, moved, is the machine or the environment (docs/triage.md, step 3).
+BASELINE_WORDS: dict[str, str] = {
+    "not_compile_side": "the baseline moved: the machine or the environment (no toolchain compiles it)",
+    "unsure_no_gpu": "the baseline moved: the machine or the environment, or noise (no toolchain compiles it; "
+    "one value per side)",
+}
+# The lines of ``gpu_needed`` that a side-by-side re-run settles (the GPU step and ``triage --run`` take them out)
+SETTLED_BY_A_RERUN = ("TritonBench files give", "cells left unsure")
+# a compiled cell's kernels changed, none for the worse: said once under the report's table, each row refers to it
+CHANGES_PREFIX = "compile-side changes, none worse"
 
 
 @dataclass
@@ -301,6 +312,10 @@ class CellTriage:
     fixes: list[Fix] = field(default_factory=list)  # explain --fixes' proposals for its kernels
     baseline_moved: bool = False
     notes: list[str] = field(default_factory=list)
+    is_baseline: bool = False  # the op's baseline backend (torch_layer_norm): no toolchain compiles it
+    # what changed compile-side when none of it is worse (explain's finding groups covering the cell, or "SASS
+    # instruction counts only"): cells of one explain share it, so the report says it once and the rows refer to it
+    changes: str | None = None
     # the Nsight Compute counters of this cell's two sides, quoted in one line next to the compile-side
     # finding (ktriage.compare.quote), when the results carry them (bench --profile, profile --results)
     counters: str | None = None
@@ -316,6 +331,11 @@ class CellTriage:
     def label(self) -> str:
         return f"{self.op}.{self.mode}[{self.input_label}] {self.backend}"
 
+    @property
+    def verdict_text(self) -> str:
+        """The verdict in words: the baseline's own where the generic words would blame no compile-side change."""
+        return (BASELINE_WORDS.get(self.verdict) if self.is_baseline else None) or WORDS[self.verdict]
+
     def to_json(self) -> JSONObject:
         return {
             "op": self.op,
@@ -328,7 +348,7 @@ class CellTriage:
             "ratio": self.ratio if math.isfinite(self.ratio) else None,
             "change_pct": round(self.change_pct, 2) if math.isfinite(self.ratio) else None,
             "verdict": self.verdict,
-            "verdict_text": WORDS[self.verdict],
+            "verdict_text": self.verdict_text,
             "stats_verdict": self.stats_verdict,
             "single_value": self.single_value,
             "catalog": self.catalog,
@@ -337,12 +357,20 @@ class CellTriage:
             "culprit": self.culprit.to_json() if self.culprit else None,
             "fixes": [f.to_json() for f in self.fixes],
             "baseline_moved": self.baseline_moved,
+            "is_baseline": self.is_baseline,
             "notes": self.notes,
+            "changes": f"{CHANGES_PREFIX}: {self.changes}" if self.changes else None,
             "counters": self.counters,
             "measured": self.measured.to_json() if self.measured else None,
             "recorded": self.recorded.to_json() if self.recorded else None,
             "predicted": self.predicted.to_json() if self.predicted is not None else None,
         }
+
+
+def changes_said(cells: Sequence[CellTriage]) -> list[str]:
+    """The distinct compile-side-changes sentences of ``cells`` in their order: the report says each once and
+    numbers it ([1], [2] ...), and each row refers to its number."""
+    return list(dict.fromkeys(f"{CHANGES_PREFIX}: {c.changes}" for c in cells if c.changes))
 
 
 def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_cells: Sequence[Cell]) -> int:
@@ -366,6 +394,84 @@ def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_
         c.counters = cell_quote(old, new, op=c.op, mode=c.mode, input_id=c.input_id, backend=c.backend)
         n += c.counters is not None
     return n
+
+
+@dataclass
+class BaselineMove:
+    """One input at which the op's baseline moved past the gate."""
+
+    input_id: int
+    input: str  # the input's label
+    ratio: float
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def to_json(self) -> JSONObject:
+        return {
+            "input_id": self.input_id,
+            "input": self.input,
+            "ratio": self.ratio,
+            "change_pct": round(self.change_pct, 2),
+        }
+
+
+@dataclass
+class BaselineMoves:
+    """Where the op's baseline itself moved past the gate, by triage's rule for flagging a cell (one number a side
+    counts: TritonBench's p50), and how many of the other flagged cells are at those inputs. compare's baseline
+    check asks whether the baseline shifted systematically, by its statistics, and with one value a side it can
+    only say "unsure"; a baseline that moved +51 % at one input is still the strongest evidence a pair has that
+    the machine or the environment changed, so the report leads with it when flagged cells share its inputs."""
+
+    backend: str
+    op: str
+    mode: str
+    inputs: int  # the baseline's inputs compared
+    moved: list[BaselineMove]  # largest change first
+    flagged: int  # the other flagged cells of (op, mode)
+    flagged_here: int  # of them, at an input where the baseline moved
+    same_way: int  # of those, moved the same way as the baseline
+    threshold: float
+
+    @property
+    def leads(self) -> bool:
+        """The report leads with it: flagged cells are where the baseline moved."""
+        return self.flagged_here > 0
+
+    SHOWN = 6  # inputs named in the sentence at most
+
+    @property
+    def text(self) -> str:
+        shown = ", ".join(f"{m.change_pct:+.1f} % at {m.input}" for m in self.moved[: self.SHOWN])
+        more = f" and {len(self.moved) - self.SHOWN} more" if len(self.moved) > self.SHOWN else ""
+        head = (
+            f"the baseline moved: {self.backend} ({self.op} {self.mode}), which no toolchain compiles, changed past "
+            f"the ±{gate_percent(self.threshold)} gate at {len(self.moved)} of {self.inputs} inputs ({shown}{more}): "
+            "the machine or the environment changed between the runs"
+        )
+        if not self.flagged_here:
+            return f"{head}; none of the other flagged cells is at those inputs"
+        return (
+            f"{head}; {self.flagged_here} of the {plural(self.flagged, 'other flagged cell')} "
+            f"{'is' if self.flagged_here == 1 else 'are'} at those inputs ({self.same_way} moved the same way), so "
+            "their change may be the machine's, not the compiler's"
+        )
+
+    def to_json(self) -> JSONObject:
+        return {
+            "backend": self.backend,
+            "op": self.op,
+            "mode": self.mode,
+            "inputs": self.inputs,
+            "moved": [m.to_json() for m in self.moved],
+            "flagged": self.flagged,
+            "flagged_here": self.flagged_here,
+            "same_way": self.same_way,
+            "leads": self.leads,
+            "text": self.text,
+        }
 
 
 @dataclass(slots=True)
@@ -472,6 +578,8 @@ class TriageReport:
     # groups them by reason (``ktriage.compare.not_compared``), the JSON lists every one
     not_compared: list[NotComparedCell] = field(default_factory=list)
     baseline: BaselineCheck | None = None  # compare's baseline check (None: none made)
+    # where the baseline itself moved past the gate, per (op, mode): the report leads with it (BaselineMoves)
+    baseline_moves: list[BaselineMoves] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # what went wrong (explain, bisect, toolchains)
     notes: list[str] = field(default_factory=list)
     gpu_needed: list[str] = field(default_factory=list)  # what only a GPU re-run can decide
@@ -518,9 +626,11 @@ class TriageReport:
                 f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
                 f"compile-side cause" + self._not_compared_text()
             )
+        base = sum(1 for c in self.cells if c.is_baseline)
+        base_text = f" ({base} of them the baseline's)" if base else ""
         return (
             f"{plural(n['regression'], 'compile-side regression')}; {plural(flagged, 'cell')} of {self.compared} past the "
-            f"{gate_percent(self.options.threshold)} gate: {n['not_compile_side']} no compile-side change, "
+            f"{gate_percent(self.options.threshold)} gate{base_text}: {n['not_compile_side']} no compile-side change, "
             f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
             f"{plural(n['improvement'], 'improvement')}" + self._not_compared_text()
         )
@@ -545,6 +655,8 @@ class TriageReport:
             "cells": [c.to_json() for c in self.cells],
             **not_compared_json(self.not_compared),  # "not_compared" and "not_compared_cells", as compare's JSON
             "baseline": self.baseline.to_json() if self.baseline is not None else {},
+            "baseline_moves": [m.to_json() for m in self.baseline_moves],
+            "changes": changes_said(self.cells),
             "failures": self.failures,
             "notes": self.notes,
             "gpu_needed": self.gpu_needed,

@@ -42,6 +42,8 @@ from ktriage.spec.sms import price_for
 from ktriage.stats.gate import check_gate, gate_percent
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
+    BaselineMove,
+    BaselineMoves,
     Cause,
     CellTriage,
     Culprit,
@@ -304,15 +306,13 @@ class _Triage:
             names = {str(s.spec.name) for s in items}
             c.fixes = [f for f in fixes if f.kernel in names] or fixes
         elif c.compile_change:
-            # changes that make no finding (a few opcodes moved) belong to no group: say so, not an empty list
+            # changes that make no finding (a few opcodes moved) belong to no group: say so, not an empty list.
+            # Cells of one explain share the sentence: the report says it once and the rows refer to it
             covered = [g.summary() for g in groups if labels & set(g.inputs)]
-            c.notes.append(
-                "compile-side changes, none worse: "
-                + (
-                    "; ".join(covered)
-                    if covered
-                    else "SASS instruction counts only, no finding (explain's per-input table lists them)"
-                )
+            c.changes = (
+                "; ".join(covered)
+                if covered
+                else "SASS instruction counts only, no finding (explain's per-input table lists them)"
             )
         elif c.recorded is not None:
             c.notes.append(f"no compile-side change in its {plural(len(items), 'recorded kernel input')}")
@@ -680,6 +680,7 @@ def _flag(
             catalog,
         )
         if p.is_baseline:
+            cell.is_baseline = True
             cell.notes.append(
                 f"{p.backend} is {p.op}'s baseline: it moved itself, so the machine or the environment changed"
             )
@@ -792,15 +793,72 @@ def _gpu_needed(report: TriageReport, singles: set[CellKey], sides: _Sides) -> N
             "statistical verdict; a side-by-side re-run (both toolchains timed in one GPU process) "
             "decides the cells marked unsure" + how
         )
-    if report.of("not_compile_side") or report.of("unsure_no_gpu"):
-        report.gpu_needed.append(
-            "cells with no compile-side change are noise, the baseline or the environment; only "
-            "re-measuring on the GPU tells which"
-        )
+    left = report.of("not_compile_side") + report.of("unsure_no_gpu")
+    if left:
+        report.gpu_needed.append(_left_unsure(left, report.options.threshold))
     if sides.same_toolchain:
         report.notes.append(
             f"both sides name the same toolchain ({sides.old_tc}): any difference is not the compiler's"
         )
+
+
+def _left_unsure(cells: Sequence[CellTriage], threshold: float) -> str:
+    """What the cells left for a GPU re-run are, by what is true of each (their kernels changed but the
+    cost model predicts it neutral, their kernels did not change, or the baseline that no toolchain
+    compiles), not one sentence that calls them all unchanged. Starts with ``SETTLED_BY_A_RERUN``'s words."""
+    base = [c for c in cells if c.is_baseline]
+    changed = [c for c in cells if not c.is_baseline and c.compile_change]
+    same = [c for c in cells if not c.is_baseline and not c.compile_change]
+    parts = []
+    if changed:
+        parts.append(
+            f"{len(changed)} whose kernels changed compile-side, predicted neutral (within the "
+            f"±{gate_percent(threshold)} gate): noise, the machine or the environment, or a cost the model does not price"
+        )
+    if same:
+        parts.append(f"{len(same)} with no compile-side change: noise, the baseline or the environment")
+    if base:
+        parts.append(f"{len(base)} of the op's baseline, which no toolchain compiles: the machine or the environment")
+    return (
+        f"cells left unsure ({len(cells)}): {'; '.join(parts)}; only re-measuring both toolchains side by side "
+        "on the GPU tells which"
+    )
+
+
+def _size(ratio: float) -> float:
+    """How far a ratio is from 1, either way (x2 as far as /2); a ratio that is no number: farthest."""
+    return abs(math.log(ratio)) if ratio > 0 and math.isfinite(ratio) else math.inf
+
+
+def _baseline_moves(comparison: Comparison, flagged: Sequence[CellTriage], threshold: float) -> list[BaselineMoves]:
+    """Per (op, mode): the inputs where its baseline itself moved past the gate, flagged by triage's own rule
+    (one value a side counts, as for every cell), and how many of the other flagged cells are at them."""
+    base: dict[tuple[str, str], list[PairResult]] = defaultdict(list)
+    for p in comparison.pairs:
+        if p.is_baseline and p.verdict is not None:
+            base[(p.op, p.mode)].append(p)
+    out = []
+    for (op, mode), pairs in base.items():
+        moved = {p.input_id: (p, d) for p in pairs if (d := _flagged(p, threshold))}
+        if not moved:
+            continue
+        others = [c for c in flagged if (c.op, c.mode) == (op, mode) and not c.is_baseline]
+        here = [c for c in others if c.input_id in moved]
+        ranked = sorted(moved.values(), key=lambda x: -_size(x[0].verdict.ratio if x[0].verdict else 1.0))
+        out.append(
+            BaselineMoves(
+                pairs[0].backend,
+                op,
+                mode,
+                len(pairs),
+                [BaselineMove(p.input_id, p.input_label, p.verdict.ratio) for p, _ in ranked if p.verdict],
+                len(others),
+                len(here),
+                sum(1 for c in here if (c.ratio > 1) == (moved[c.input_id][1] > 0)),
+                threshold,
+            )
+        )
+    return out
 
 
 def triage(
@@ -850,6 +908,7 @@ def triage(
         ),  # the one explain_specs priced the cells with (--model, $KTRIAGE_MODEL, shipped)
         pricing=pricing,
     )
+    report.baseline_moves = _baseline_moves(comparison, flagged, options.threshold)
     _gpu_needed(report, singles, sides)
     from ktriage.triage import measure as gpu
 

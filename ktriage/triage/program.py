@@ -742,7 +742,7 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
     from ktriage.compare.pairing import compare_cells
     from ktriage.stats.verdict import VerdictConfig
     from ktriage.triage.measure_read import _from_verdict, _settle
-    from ktriage.triage.model import ORDER, GpuStep
+    from ktriage.triage.model import ORDER, SETTLED_BY_A_RERUN, GpuStep
 
     config = VerdictConfig(threshold=result.options.threshold, confidence=result.options.confidence)
     comparison = compare_cells(old, new, config=config, same_run=True, default_baselines={}, cliffs=False)
@@ -764,9 +764,7 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
     # the run timed the op's baseline once, for both toolchains (its host cells are in neither half): the
     # check is "shared", not compare's "none: pass --baseline" (an option triage does not have)
     result.baseline = replace(comparison.baseline, per_op=dict(result.baseline.per_op) if result.baseline else {})
-    result.gpu_needed = [
-        x for x in result.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
-    ]
+    result.gpu_needed = [x for x in result.gpu_needed if not x.startswith(SETTLED_BY_A_RERUN)]
 
 
 def split_toolchains(
