@@ -72,6 +72,27 @@ def _columns(rows: list[dict[str, str]]) -> list[str]:
     return list(dict.fromkeys(k for r in rows for k in r))
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text.removesuffix("x").removesuffix("%"))
+    except ValueError:
+        return False
+    return True
+
+
+def numeric(rows: list[dict[str, str]], column: str) -> bool:
+    """Whether ``column`` holds numbers (right-aligned): some cell is one (``0.0345``, ``1.038x``) and the
+    rest are words without digits (``-``, ``error``, a latency cell's status). The input label
+    (``x_val``) stays text. Every column but x_val used to be right-aligned, kernel, input, toolchain and
+    check included."""
+    cells = [r.get(column, "-") for r in rows]
+    return (
+        column != "x_val"
+        and any(_is_number(c) for c in cells)
+        and all(_is_number(c) or not any(ch.isdigit() for ch in c) for c in cells)
+    )
+
+
 def to_csv(rows: list[dict[str, str]]) -> str:
     if not rows:
         return ""
@@ -89,7 +110,7 @@ def to_markdown(rows: list[dict[str, str]], title: str) -> str:
         return "\n".join([*lines, "no results", ""])
     columns = _columns(rows)
     lines.append("| " + " | ".join(columns) + " |")
-    lines.append("|" + "|".join("---" if c == "x_val" else "---:" for c in columns) + "|")
+    lines.append("|" + "|".join("---:" if numeric(rows, c) else "---" for c in columns) + "|")
     lines += ["| " + " | ".join(r.get(c, "-") for c in columns) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
@@ -109,7 +130,7 @@ def print_table(rows: list[dict[str, str]], console: Console, title: str) -> Non
     columns = _columns(rows)
     table = Table(title=escape(title))
     for c in columns:
-        add_column(table, c, justify="right" if c != "x_val" else "left")
+        add_column(table, c, justify="right" if numeric(rows, c) else "left")
     for r in rows:
         table.add_row(*(escape(r.get(c, "-")) for c in columns))
     console.print(table)
