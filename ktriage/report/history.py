@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 COLUMNS = ("#", "run", "date", "toolchain", "status", "median ms", "p20-p80 ms", "change")
+NUMERIC = frozenset({"#", "median ms", "p20-p80 ms"})  # right-aligned in markdown and HTML, so digits line up
 FORMAT = "ktriage-history"
 VERSION = 1
 
@@ -73,6 +74,11 @@ def change_lines(c: RunChange) -> list[str]:
     return lines
 
 
+def method_text(r: HistoryReport) -> str:
+    """How the change points were found, said once for every report form (the markdown left it to the HTML)."""
+    return f"Apache Otava (E-divisive split, t-test merge), p \u2264 {r.detection.max_pvalue}"
+
+
 def _headline(r: HistoryReport) -> str:
     n = sum(len(s.changes) for s in r.series)
     text = f"{len(r.series)} series, {plural(n, 'change point')}"
@@ -109,7 +115,7 @@ def to_markdown(r: HistoryReport) -> str:
     lines = [
         f"# ktriage history: {md_text(r.query.op)} {md_text(r.query.backend)}",
         "",
-        f"{md_text(_headline(r))} (store: {md_code(r.store_url)}).",
+        f"{md_text(_headline(r))} (store: {md_code(r.store_url)}). Change points: {md_text(method_text(r))}.",
         "",
     ]
     for s in r.series:
@@ -129,7 +135,7 @@ def to_markdown(r: HistoryReport) -> str:
             lines += [md_text(s.note), ""]
         else:
             lines += ["No change point.", ""]
-        lines += [*records.markdown_table(COLUMNS, _rows(s)), ""]
+        lines += [*records.markdown_table(COLUMNS, _rows(s), right=NUMERIC), ""]
     lines += [f"note: {md_text(n)}" for n in r.notes]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -218,7 +224,7 @@ def to_json(r: HistoryReport) -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#222;max-width:1180px}
 h1{font-size:22px} h2{font-size:17px;margin-top:30px} table{border-collapse:collapse;font-size:12px;margin:8px 0}
-td,th{border:1px solid #ddd;padding:2px 6px;text-align:left} th{background:#f3f3f3} tr.change td{background:#fdecea}
+td,th{border:1px solid #ddd;padding:2px 6px;text-align:left} th{background:#f3f3f3} td.num,th.num{text-align:right} tr.change td{background:#fdecea}
 tr.change.faster td{background:#e8f5e9} code{background:#f5f5f5;padding:1px 3px;font-size:12px}
 .chart{display:block;margin:8px 0} .plot-area{fill:#fcfcfc;stroke:#ccc} .grid{stroke:#eee} .tick{font-size:10px;fill:#555}
 .chart-title{font-size:13px;font-weight:600} .axis-label{font-size:11px;fill:#444} .legend{font-size:11px}
@@ -227,8 +233,15 @@ tr.change.faster td{background:#e8f5e9} code{background:#f5f5f5;padding:1px 3px;
 """
 
 
+def x_labels(points: list[HistoryPoint]) -> list[str]:
+    """Each run's x label: its date, or its date and time where two runs share a date (replicate runs
+    of one day had identical labels, the table showing their times)."""
+    days = [when(p)[:10] for p in points]
+    return [when(p) for p in points] if len(set(days)) < len(days) else days
+
+
 def _chart(s: SeriesHistory) -> str:
-    xs = [when(p)[:10] for p in s.points]
+    xs = x_labels(s.points)
     pts = [(k, p.median_ms) for k, p in enumerate(s.points) if p.median_ms is not None]
     line = Series(f"{s.key.backend} median", [(k, float(v)) for k, v in pts])
     for k, p in enumerate(s.points):
@@ -266,8 +279,7 @@ def to_html(r: HistoryReport) -> str:
         f"<title>ktriage history {e(r.query.op)} {e(r.query.backend)}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>ktriage history: {e(r.query.op)} {e(r.query.backend)}</h1>",
-        f"<p>{e(_headline(r))}. Store: <code>{e(r.store_url)}</code>. Change points: Apache Otava "
-        f"(E-divisive split, t-test merge), p &le; {e(str(r.detection.max_pvalue))}.</p>",
+        f"<p>{e(_headline(r))}. Store: <code>{e(r.store_url)}</code>. Change points: {e(method_text(r))}.</p>",
     ]
     for note in r.notes:
         out.append(f"<p><b>note:</b> {e(note)}</p>")
@@ -293,11 +305,12 @@ def to_html(r: HistoryReport) -> str:
         else:
             out.append(f"<p>{e(s.note or 'No change point.')}</p>")
         at = {c.position: c for c in s.changes}
-        out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in COLUMNS) + "</tr>")
+        num = {c: ' class="num"' if c in NUMERIC else "" for c in COLUMNS}
+        out.append("<table><tr>" + "".join(f"<th{num[c]}>{e(c)}</th>" for c in COLUMNS) + "</tr>")
         for k, row in enumerate(_rows(s)):
             hit = at.get(k)
             cls = f' class="change {hit.direction}"' if hit else ""
-            out.append(f"<tr{cls}>" + "".join(f"<td>{e(row[col])}</td>" for col in COLUMNS) + "</tr>")
+            out.append(f"<tr{cls}>" + "".join(f"<td{num[col]}>{e(row[col])}</td>" for col in COLUMNS) + "</tr>")
         out.append("</table></section>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"

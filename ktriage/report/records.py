@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
@@ -41,8 +41,9 @@ def _md(value: Any) -> str:
     return md_text(" ".join(_text(value).split()))
 
 
-def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> list[str]:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+def markdown_table(columns: Sequence[str], rows: Sequence[Row], *, right: Collection[str] = ()) -> list[str]:
+    """A markdown table; the ``right`` columns (numbers) are right-aligned, the rest left."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if c in right else "---" for c in columns) + "|"]
     lines += ["| " + " | ".join(_md(r.get(c)) for c in columns) + " |" for r in rows]
     return lines
 
