@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from ktriage.api._profile import ProfiledBundle, profile, profile_attach
     from ktriage.api._record import RecordReport, record
     from ktriage.api._runs import (
+        ImportInterrupted,
         RunDeleted,
         RunExport,
         RunImported,
@@ -125,6 +126,7 @@ _LAZY: dict[str, str] = {
     "OccupancyReport": "_occupancy",
     "record": "_record",
     "RecordReport": "_record",
+    "ImportInterrupted": "_runs",
     "RunDeleted": "_runs",
     "RunExport": "_runs",
     "RunImported": "_runs",
@@ -218,6 +220,7 @@ __all__ = [
     "RecordReport",
     "refuse_what_compile_only_ignores",
     "require_torch",
+    "ImportInterrupted",
     "RunDeleted",
     "RunExport",
     "RunImported",

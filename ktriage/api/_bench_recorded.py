@@ -233,7 +233,9 @@ def _compile(
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
     from ktriage.record.workload import load_workload
+    from ktriage.workload.bundles.prune import held_identity, remove_unreferenced_cubins
     from ktriage.workload.recorded.bundle import (
+        RECORDED_MODE,
         build_recorded_bundle,
         load_recorded_bundle,
         workload_entries,
@@ -252,14 +254,18 @@ def _compile(
     tcs = resolve_toolchains(toolchains)
     name = workload_name(workload)
     out = bundle or home_subdir("bundles") / f"wl-{name}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
+    rebuilt = held_identity(Path(out)) == (name, RECORDED_MODE)  # this workload's, built there before
     with (
         progress.task(f"compiling {plural(n, 'kernel input')} x {plural(len(tcs), 'toolchain')}"),
         Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
     ):
         path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=chosen_k, inputs=chosen_i)
+    removed = remove_unreferenced_cubins(path) if rebuilt else 0
     recorded = load_recorded_bundle(path)
     failures = recorded.bundle.failure_lines()
     say(f"bundle: {path} ({len(recorded.entries)} kernel inputs; {recorded.bundle.compiled_text()})")
+    if removed:
+        say(f"  removed {plural(removed, 'cubin')} of the bundle built there before, which this one does not use")
     for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path}")

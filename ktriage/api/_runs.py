@@ -23,11 +23,12 @@ if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a function here r
     from rich.console import Console
 
     from ktriage.measure.cells import Cell, RunInfo
-    from ktriage.store.store import RunSummary
+    from ktriage.store.store import RunSummary, Store
 
 __all__ = [
     "RunDeleted",
     "RunExport",
+    "ImportInterrupted",
     "RunImported",
     "RunList",
     "RunShow",
@@ -225,10 +226,63 @@ def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     info, cells = parse_results(text, origin=f"results file {path}")
     if not cells:
         _refuse_empty_import(path, info.run_id, info.status)
-    with open_store(db) as store:
-        store.import_run(info, cells)
-        url = store.url
+    store: Store | None = None
+    try:
+        with open_store(db) as store:
+            store.import_run(info, cells)
+            url = store.url
+    except KeyboardInterrupt as exc:
+        raise ImportInterrupted.check(store, info.run_id, db) from exc
     return RunImported(info.run_id, len(cells), url)
+
+
+class ImportInterrupted(KeyboardInterrupt):  # still a KeyboardInterrupt: Ctrl-C exits 130 as before
+    """Ctrl-C during ``runs_import``, and whether the run was stored when it came (``stored``; None when
+    the store could not be asked). Why: an import interrupted just after its transaction committed
+    exited 130 with nothing printed, and the user could not tell whether to import the file again (a
+    second import of a stored run is refused; one of a run not stored is needed). The import is one
+    transaction, so the run is in the store whole or not at all: the store is asked which."""
+
+    def __init__(self, run_id: str, stored: bool | None, url: str, why: str = "") -> None:
+        super().__init__(run_id, stored, url, why)
+        self.run_id, self.stored, self.url, self.why = run_id, stored, url, why
+
+    @classmethod
+    def check(cls, store: Store | None, run_id: str, db: str | None) -> ImportInterrupted:
+        """Ask ``store`` whether it holds ``run_id`` now, the unfinished import rolled back; None: Ctrl-C
+        came while the store was being opened, before the import began. A read: it waits for no writer
+        (opening the store anew would, behind the lock an import queued on)."""
+        if store is None:
+            return cls(run_id, False, db or "the store")
+        try:
+            return cls(run_id, store.has_run(run_id), store.url)
+        except Exception as exc:  # the outcome is said as unknown; the interrupt stays the error
+            return cls(run_id, None, store.url, " ".join(str(exc).split()))
+        finally:
+            store.close()
+
+    def __str__(self) -> str:
+        return imported_interrupted_text(self.run_id, self.stored, self.url, self.why)
+
+
+def imported_interrupted_text(run_id: str, stored: bool | None, url: str, why: str = "") -> str:
+    """The one line an interrupted ``runs import`` ends with: whether the run was stored, and so whether
+    to import the file again."""
+    if stored:
+        return (
+            f"interrupted: run {run_id} was stored whole in {url} before Ctrl-C; do not import it again "
+            f"(`ktriage runs show {run_id}` shows it)"
+        )
+    if stored is None:
+        return (
+            f"interrupted: whether run {run_id} was stored in {url} could not be checked ({why}); an import is "
+            f"stored whole or not at all: `ktriage runs show {run_id}` tells which, and if it is not there, "
+            "run the same command again"
+        )
+    return (
+        f"interrupted: nothing of run {run_id} was stored in {url} (an import is stored whole or not at all); "
+        "run the same command again to import it"
+    )
 
 
 def _refuse_tritonbench(path: Path, text: str) -> None:

@@ -237,6 +237,27 @@ def print_internal_error(exc: BaseException, console: Console | None = None) -> 
     out.print(f"[bold red]{escape(internal_error_line(exc))}[/]", soft_wrap=True, highlight=False)
 
 
+COMPILES_KEPT = (
+    "interrupted: the compiles that finished are kept in the compile cache; run the same command again to "
+    "resume from them"
+)
+
+
+@contextmanager
+def say_compiles_kept() -> Iterator[None]:
+    """On Ctrl-C, say in one line what is kept before the interrupt goes on (exit 130, as before).
+
+    Why: an interrupted ``explain`` (or ``tune``) ended with exit 130 and not a word, and a user could
+    not tell that the compiles done so far are in the cache and that the same command picks them up
+    (bisect says what its interruptions keep too). The compiles are published one by one as they finish
+    (``ktriage.compile.cache``), so the line is true whenever Ctrl-C comes."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        make_console(stderr=True, strict=False).print(escape(COMPILES_KEPT), soft_wrap=True, highlight=False)
+        raise
+
+
 def show_progress(console: Console) -> bool:
     """Progress bars only where a person watches: a terminal (``KTRIAGE_PROGRESS=1`` forces them on, 0 off)."""
     forced = os.environ.get("KTRIAGE_PROGRESS")

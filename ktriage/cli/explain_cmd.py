@@ -17,7 +17,7 @@ from ktriage.api import explain as explain_api
 from ktriage.cli import exit_codes
 from ktriage.cli import explain_options as o
 from ktriage.cli import options as opt
-from ktriage.cli.console import make_console, make_progress
+from ktriage.cli.console import make_console, make_progress, say_compiles_kept
 from ktriage.cli.options import Format
 from ktriage.wording import plural
 
@@ -77,7 +77,7 @@ def explain(
     existed = [p for p in outputs if p.is_file()]  # before the compiles: "overwrote PATH" for these
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
     console = make_console(stderr=fmt != Format.table)
-    with make_progress(console):
+    with say_compiles_kept(), make_progress(console):
         result = explain_api(
             target=target,
             toolchains=toolchain,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ktriage.api import runs_delete, runs_export, runs_import, runs_list, runs_show
+from ktriage.api import ImportInterrupted, runs_delete, runs_export, runs_import, runs_list, runs_show
 from ktriage.cli.console import make_console
 from ktriage.cli.options import RESULTS_FILE, Db, Format, emit, format_option, output_option, write_outputs
 
@@ -97,8 +97,21 @@ def import_cmd(
     db: Db = None,
 ) -> None:
     """Import an exported run (e.g. measured on the GPU host) into this store."""
-    done = runs_import(path=path, db=db)
-    make_console().print(f"imported run {done.run_id} ({done.cells} cells) into {escape(done.url)}")
+    # Ctrl-C: say whether the run was stored (whole or not at all), so the user knows whether to import again
+    try:
+        done = runs_import(path=path, db=db)
+    except ImportInterrupted as exc:
+        _say_interrupted(str(exc))
+        raise
+    try:
+        make_console().print(f"imported run {done.run_id} ({done.cells} cells) into {escape(done.url)}")
+    except KeyboardInterrupt:  # after the commit: the run is stored
+        _say_interrupted(str(ImportInterrupted(done.run_id, True, done.url)))
+        raise
+
+
+def _say_interrupted(line: str) -> None:
+    make_console(stderr=True, strict=False).print(escape(line), soft_wrap=True, highlight=False)
 
 
 @app.command("delete")

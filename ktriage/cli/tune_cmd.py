@@ -16,7 +16,7 @@ from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.api import tune as tune_api
 from ktriage.cli import options as opt
 from ktriage.cli import tune_options as o
-from ktriage.cli.console import make_console, make_progress
+from ktriage.cli.console import make_console, make_progress, say_compiles_kept
 from ktriage.cli.options import Format
 from ktriage.errors import in_flags
 
@@ -63,7 +63,7 @@ def tune(
         o.ints(stages, "--stages", example="1,3"),
         o.blocks(block),
     )
-    with make_progress(console):
+    with say_compiles_kept(), make_progress(console):
         report = tune_api(
             target=target,
             toolchains=[*toolchain, *(compare_with or [])] if toolchain else [],

@@ -478,7 +478,7 @@ class Store:
                 if rows:
                     conn.execute(insert(cells_t), rows)
         except IntegrityError as exc:
-            if self._has_run(run.run_id):
+            if self.has_run(run.run_id):
                 raise StoreError(
                     f"run {run.run_id} is already in the store {self.url}",
                     f"nothing was imported; to replace it, delete it first (kt.runs_delete(run={run.run_id!r}, db=...), "
@@ -492,7 +492,9 @@ class Store:
             ) from exc
         return run.run_id
 
-    def _has_run(self, run_id: str) -> bool:
+    def has_run(self, run_id: str) -> bool:
+        """Whether the store holds the run whose whole id is ``run_id`` (an import is stored whole or not
+        at all, so this tells an interrupted import's outcome)."""
         with self.engine.connect() as conn:
             return conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == run_id)).first() is not None
 

@@ -291,6 +291,12 @@ def test_an_interrupted_explain_leaves_nothing_damaged(
     if sig == signal.SIGINT:
         assert proc.returncode == 130, err
         assert "Traceback" not in err
+        # Ctrl-C said nothing: one line now says what is kept and that the same command resumes (checked below)
+        said = " ".join(err.split())
+        assert (
+            "interrupted: the compiles that finished are kept in the compile cache; run the same command "
+            "again to resume from them"
+        ) in said, err
     # every published entry verifies; temp folders may be left, and the next run cleans them
     assert [s.problem for s in cache.verify_all(root) if s.problem] == []
     again = _explain(home)

@@ -167,7 +167,7 @@ def test_ctrl_c_on_an_import_queued_behind_another_writer_stops_it_now(tmp_path:
     is tried in 200 ms steps: the child ends on SIGINT while the lock is still held (the bound below is
     half the busy timeout, far above the step), with exit 130 and nothing imported."""
     db = (tmp_path / "k.db").resolve()
-    path, _ = _results(tmp_path)
+    path, run_id = _results(tmp_path)
     open_store(f"sqlite:///{db}").close()  # the store exists: the child's first write is the import's
     holder = _hold_write_lock(db)
     try:
@@ -195,3 +195,49 @@ def test_ctrl_c_on_an_import_queued_behind_another_writer_stops_it_now(tmp_path:
     assert child.returncode == exit_codes.INTERRUPTED, out
     with open_store(f"sqlite:///{db}", must_exist=True) as store:
         assert store.list_runs() == []
+    # it said nothing; now, that nothing was stored and to import again
+    said = " ".join(out.split())
+    assert f"interrupted: nothing of run {run_id} was stored in sqlite:///{db}" in said, out
+    assert "run the same command again to import it" in said and "Traceback" not in out, out
+
+
+# A child that imports with the real CLI and sends itself a real SIGINT the moment the store's import
+# has returned (committed): the one instant the test cannot hit from outside. Only the signal's timing is arranged.
+_CTRL_C_AFTER_COMMIT = """
+import os, signal, sys
+from ktriage.store.store import Store
+from ktriage.cli.app import main
+
+committed = Store.import_run
+
+def import_then_ctrl_c(self, run, cells):
+    done = committed(self, run, cells)
+    os.kill(os.getpid(), signal.SIGINT)
+    return done
+
+Store.import_run = import_then_ctrl_c
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_just_after_an_import_committed_says_the_run_is_stored(tmp_path: Path) -> None:
+    """Ctrl-C right after the import's transaction committed exited 130 with nothing printed, though the
+    run was stored whole: the user could not tell whether to import again (a second import is refused).
+    It says the run is stored, and the store holds it whole."""
+    db = (tmp_path / "k.db").resolve()
+    path, run_id = _results(tmp_path)
+    child = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AFTER_COMMIT, "runs", "import", str(path), "--db", f"sqlite:///{db}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == exit_codes.INTERRUPTED, child.stdout + child.stderr
+    said = " ".join(child.stderr.split())
+    assert f"interrupted: run {run_id} was stored whole in sqlite:///{db} before Ctrl-C; do not import it again" in (
+        said
+    ), child.stderr
+    assert "Traceback" not in child.stderr and "imported run" not in child.stdout
+    with open_store(f"sqlite:///{db}", must_exist=True) as store:
+        assert [r.run_id for r in store.list_runs()] == [run_id]
+        assert sum(store.summary(run_id).counts.values()) == len(read_results(path)[1])

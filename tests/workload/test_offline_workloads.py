@@ -27,6 +27,7 @@ from ktriage.bench.worker import other_gpu_refusal
 from ktriage.record.snapshot import snapshot_digest
 from ktriage.record.workload import load_workload
 from ktriage.schema.core import read_text_gz
+from ktriage.workload.bundles.format import BundleArtifact
 from ktriage.workload.recorded.bundle import load_recorded_bundle
 from tests.conftest import RunCli
 
@@ -174,6 +175,33 @@ def test_a_bundle_folder_of_another_workload_is_kept_and_its_own_is_rebuilt(
     _refused(measured)
     assert measured.problem == f"bundle {folder} holds cubins compiled for sm_90, not arch='sm_80' (--arch sm_80)"
     assert "measure it on an sm_90 GPU" in (measured.fix or "")
+
+
+def test_rebuilding_a_bundle_in_its_folder_removes_the_cubins_it_no_longer_uses(
+    toolchain: Any, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Rebuilding a bundle in its own folder (other kernels or toolchains the second time) left the old,
+    unreferenced cubins in DIR/cubins, and the copy to the GPU host carried them. They are removed now,
+    and the count is said; a file in cubins/ that is no builder's cubin stays."""
+    toolchain("triton==3.4.0")
+    folder = tmp_path / "bundle"
+    build = ["bench", str(DYT), "-t", "triton==3.4.0", "--compile-only", "--bundle", str(folder)]
+    first = run_cli([*build, "--kernel", "K1"])
+    assert first.exit_code == 0, first.output
+    assert "removed" not in first.output  # a new folder: nothing to remove
+    old = {p.name for p in (folder / "cubins").iterdir()}
+    assert old
+    (folder / "cubins" / "notes.txt").write_text("the user's own")
+    again = run_cli([*build, "--kernel", "K3"])
+    assert again.exit_code == 0, again.output
+    recorded = load_recorded_bundle(folder)  # loads: every cubin it references is there
+    used = {a.cubin_path.name for a in recorded.bundle.artifacts.values() if isinstance(a, BundleArtifact)}
+    left = {p.name for p in (folder / "cubins").iterdir()}
+    assert left == used | {"notes.txt"}, sorted(left - used)
+    gone = old - used
+    assert gone  # K1's kernel is not K3's
+    said = " ".join(again.output.split())
+    assert f"removed {len(gone)} cubin{'s' if len(gone) != 1 else ''} of the bundle built there before" in said, said
 
 
 def test_which_gpu_loads_a_triton_cubin() -> None:
