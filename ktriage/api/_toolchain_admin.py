@@ -19,7 +19,7 @@ from ktriage.brief import brief
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.toolchain.manager import Toolchain
+from ktriage.toolchain.manager import LeftoverEnv, Toolchain
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -38,13 +38,16 @@ __all__ = [
 @dataclass(frozen=True)
 class ToolchainList:
     """The built toolchains and their sizes on disk (bytes), in the same order; ``problems``: per
-    toolchain None, or why it cannot be used as built (its virtualenv incomplete or damaged)."""
+    toolchain None, or why it cannot be used as built (its virtualenv incomplete or damaged);
+    ``leftovers``: virtualenvs no toolchain uses (a failed or killed build's), which
+    ``toolchain_remove(id_or_spec="envs/<key>")`` removes."""
 
     __repr__ = brief  # short, for notebooks and the REPL (ktriage.brief)
 
     toolchains: list[Toolchain]
     sizes: list[int]
     problems: list[str | None] = field(default_factory=list)
+    leftovers: list[LeftoverEnv] = field(default_factory=list)
 
     def json_text(self) -> str:
         from ktriage.report.toolchain import list_json
@@ -55,12 +58,12 @@ class ToolchainList:
     def to_markdown(self) -> str:
         from ktriage.report.toolchain import list_markdown
 
-        return list_markdown(self.toolchains, self.sizes, self.problems)
+        return list_markdown(self.toolchains, self.sizes, self.problems, self.leftovers)
 
     def print_table(self, console: Console) -> None:
         from ktriage.report.toolchain import print_list
 
-        print_list(self.toolchains, self.sizes, console, self.problems)
+        print_list(self.toolchains, self.sizes, console, self.problems, self.leftovers)
 
 
 @dataclass(frozen=True)
@@ -103,11 +106,14 @@ def toolchain_add(*, spec: str, say: Callable[[str], None] | None = None) -> Too
 
 @args.entry_point
 def toolchain_list() -> ToolchainList:
-    """The toolchains built under the ktriage home, with their sizes on disk."""
-    from ktriage.toolchain.manager import list_toolchains, toolchain_size
+    """The toolchains built under the ktriage home, with their sizes on disk, and the virtualenvs that
+    failed or killed builds left (no toolchain uses them)."""
+    from ktriage.toolchain.manager import leftover_envs, list_toolchains, toolchain_size
 
     tcs = list_toolchains()
-    return ToolchainList(tcs, [toolchain_size(tc) for tc in tcs], [tc.frontend_problem() for tc in tcs])
+    return ToolchainList(
+        tcs, [toolchain_size(tc) for tc in tcs], [tc.frontend_problem() for tc in tcs], leftover_envs()
+    )
 
 
 @args.entry_point
@@ -126,10 +132,30 @@ def toolchain_show(*, id_or_spec: str) -> ToolchainShow:
 
 @args.entry_point
 def toolchain_remove(*, id_or_spec: str) -> str:
-    """Remove a built toolchain (its venv and ptxas release too, once nothing else uses them); the id removed."""
-    from ktriage.toolchain.manager import remove_toolchain
+    """Remove a built toolchain (its venv and ptxas release too, once nothing else uses them); the id removed.
 
-    tc = _find(id_or_spec)
+    Given ``envs/<key>`` (as ``toolchain_list`` names a leftover virtualenv), or a spec that no built
+    toolchain has but whose Triton's virtualenv is a leftover (the spec of a build that failed after
+    making it), removes that virtualenv and returns its name."""
+    from ktriage.toolchain.manager import (
+        find_leftover_env,
+        find_toolchain,
+        remove_leftover_env,
+        remove_toolchain,
+    )
+
+    text = args.text(id_or_spec, "id_or_spec", example="triton==3.4.0")
+    if find_toolchain(text) is None:
+        leftover = find_leftover_env(text)
+        if leftover is not None:
+            remove_leftover_env(leftover)
+            return leftover.name
+        if text.startswith("envs/"):
+            raise KtriageError(
+                f"{text} is no leftover virtualenv: a built toolchain uses it, or there is no such folder",
+                "remove the toolchains that use it (`ktriage toolchain list`); its virtualenv goes with the last one",
+            )
+    tc = _find(text)
     remove_toolchain(tc.id)
     return tc.id
 

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ktriage.api import toolchain_add, toolchain_list, toolchain_remove, toolchain_show
-from ktriage.cli.console import make_console
+from ktriage.cli import exit_codes
+from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import Format, emit, format_option, output_option
+from ktriage.errors import KtriageError
 
 app = typer.Typer(help="Manage compiler toolchains (Triton + ptxas).", no_args_is_help=True)
 
@@ -26,20 +29,37 @@ WRITERS = (".md", ".json")
 
 @app.command("add")
 def add(specs: list[str] = typer.Argument(..., help=SPEC_HELP, metavar="SPEC")) -> None:
-    """Build toolchains (a virtualenv per Triton, ptxas releases on demand); reuse them if built."""
+    """Build toolchains (a virtualenv per Triton, ptxas releases on demand); reuse them if built.
+
+    Every spec is tried: one that fails (a release not on the index, a typo) is reported with its fix
+    and the others are still built and kept; the exit code is 2 when any failed."""
     console = make_console()
+    failed: list[str] = []
     for spec in specs:
-        with console.status(f"[bold]{spec}[/]: starting") as status:
+        try:
+            with console.status(f"[bold]{spec}[/]: starting") as status:
 
-            def show_step(message: str, label: str = spec) -> None:
-                status.update(f"[bold]{label}[/]: {message}")
+                def show_step(message: str, label: str = spec) -> None:
+                    status.update(f"[bold]{label}[/]: {message}")
 
-            tc = toolchain_add(spec=spec, say=show_step)
+                tc = toolchain_add(spec=spec, say=show_step)
+        except KtriageError as exc:  # why caught here: `add A B` stopped at A, and B was never tried
+            named = exc if len(specs) == 1 else KtriageError(f"{spec}: {exc.problem}", exc.fix, exc.details)
+            print_error(named)
+            failed.append(spec)
+            continue
         opts = f"  options: {' '.join(tc.ptxas_options)}" if tc.ptxas_options else ""
         source = "bundled" if tc.ptxas_is_bundled else str(tc.ptxas)
         console.print(
             f"[green]ready[/] [bold]{tc.id}[/]  triton {tc.triton_version}  ptxas {tc.ptxas_version} ({source}){opts}"
         )
+    if failed and len(specs) > 1:
+        make_console(stderr=True).print(
+            f"[bold red]{len(failed)} of {len(specs)} toolchains failed:[/] {escape(', '.join(failed))}"
+            + (" (the others are built)" if len(failed) < len(specs) else "")
+        )
+    if failed:
+        raise typer.Exit(exit_codes.USAGE)
 
 
 @app.command("list")

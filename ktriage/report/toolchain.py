@@ -17,7 +17,7 @@ from ktriage.schema.jsontypes import JSONObject
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ktriage.toolchain.manager import Toolchain
+    from ktriage.toolchain.manager import LeftoverEnv, Toolchain
 
 LIST_COLUMNS = ("id", "triton", "ptxas", "from", "size", "options")
 
@@ -49,6 +49,16 @@ def problem_lines(tcs: Sequence[Toolchain], problems: Sequence[str | None]) -> l
     ]
 
 
+def leftover_lines(leftovers: Sequence[LeftoverEnv]) -> list[str]:
+    """One line per virtualenv that no toolchain uses (a failed or killed build's), with its size and
+    the command that removes it."""
+    return [
+        f"{env.name} ({human_size(env.size)}{', ' + env.problem.removeprefix('is ') if env.problem else ''}): "
+        f"no toolchain uses it; ktriage toolchain remove {env.name} removes it"
+        for env in leftovers
+    ]
+
+
 def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[JSONObject]:
     return [
         {
@@ -67,23 +77,35 @@ EMPTY = "no toolchains yet: ktriage toolchain add triton==3.4.0"
 
 
 @markdown_writer
-def list_markdown(tcs: Sequence[Toolchain], sizes: Sequence[int], problems: Sequence[str | None] = ()) -> str:
+def list_markdown(
+    tcs: Sequence[Toolchain],
+    sizes: Sequence[int],
+    problems: Sequence[str | None] = (),
+    leftovers: Sequence[LeftoverEnv] = (),
+) -> str:
     from ktriage.mdsafe import md_text
 
     text = records.to_markdown("toolchains", LIST_COLUMNS, list_rows(tcs, sizes))
     notes = problem_lines(tcs, problems) if problems else []
-    return text + "".join(f"\n**not usable:** {md_text(line)}\n" for line in notes)
+    text += "".join(f"\n**not usable:** {md_text(line)}\n" for line in notes)
+    return text + "".join(f"\n**leftover:** {md_text(line)}\n" for line in leftover_lines(leftovers))
 
 
 def print_list(
-    tcs: Sequence[Toolchain], sizes: Sequence[int], console: Console, problems: Sequence[str | None] = ()
+    tcs: Sequence[Toolchain],
+    sizes: Sequence[int],
+    console: Console,
+    problems: Sequence[str | None] = (),
+    leftovers: Sequence[LeftoverEnv] = (),
 ) -> None:
     if not tcs:
         console.print(f"no toolchains yet: [bold]{EMPTY.split(': ', 1)[1]}[/]")
-        return
-    records.print_rows(console, "toolchains", LIST_COLUMNS, list_rows(tcs, sizes), styles={"id": "bold"})
+    else:
+        records.print_rows(console, "toolchains", LIST_COLUMNS, list_rows(tcs, sizes), styles={"id": "bold"})
     for line in problem_lines(tcs, problems) if problems else []:
         console.print(f"[yellow]not usable:[/] {escape(line)}")
+    for line in leftover_lines(leftovers):
+        console.print(f"[yellow]leftover:[/] {escape(line)}")
 
 
 def _fields(data: JSONObject) -> JSONObject:

@@ -7,11 +7,14 @@ build and is wiped before building again.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -43,14 +46,53 @@ def uv_bin() -> str:
 
 
 def run_uv(args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str]:
-    """Run ``uv ARGS``; return the finished process (the caller decides what a failure means)."""
+    """Run ``uv ARGS``; return the finished process (the caller decides what a failure means).
+
+    On Linux uv dies with the process that started it (:func:`die_with_parent`)."""
     cmd = [uv_bin(), *args]
     env = dict(os.environ)
     env.setdefault("UV_NO_PROGRESS", "1")
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, env=env)
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_parent())
     except OSError as exc:
         raise ToolchainError(f"cannot run uv to {what}: {exc}", "check that uv works: uv --version") from None
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux ``prctl``
+    ``PR_SET_PDEATHSIG``), None elsewhere or when libc has no ``prctl``.
+
+    Why: a ktriage killed with SIGKILL during a build left its uv running; the next build of that
+    virtualenv (its lock freed by the kill) wiped the folder while the orphaned uv still wrote into it.
+    The signal is delivered when the *thread* that started the child ends; ``subprocess.run`` keeps
+    that thread waiting until uv ends, so it cannot end first. ``prctl`` is looked up here, before the
+    fork: the child runs only the call and a check that the parent did not die before it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between fork and prctl: the signal will not come
+            os._exit(1)
+
+    return preexec
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn: Callable[..., int] = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    return fn
 
 
 def uv_failure(proc: subprocess.CompletedProcess[str], *, what: str, fix: str) -> ToolchainError:

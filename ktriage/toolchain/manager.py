@@ -41,6 +41,7 @@ from ktriage.toolchain.frontend import (
     ensure_frontend,
     envs_dir,
     frontend_facts,
+    frontend_key,
     frontend_problem,
     load_frontend,
 )
@@ -449,6 +450,65 @@ def remove_toolchain(id_or_spec: str) -> None:
         release_root = tc.ptxas.parent.parent
         with home_lock(releases_dir() / f".{release_root.name}.lock"):
             wipe(release_root)
+
+
+@dataclass(frozen=True)
+class LeftoverEnv:
+    """A virtualenv under ``toolchains/envs/`` that no toolchain record uses: what a build left when it
+    failed after making it (a ``ptxas==`` release that could not be fetched, a probe that failed) or was
+    killed. Why listed: it holds ~540 MB, and no command showed it or removed it."""
+
+    root: Path
+    size: int
+    problem: str | None
+    """None when the virtualenv is complete, else why not (``is incomplete: ...``)."""
+
+    @property
+    def name(self) -> str:
+        """``envs/<key>``: what ``ktriage toolchain remove`` takes to remove it."""
+        return f"envs/{self.root.name}"
+
+
+def leftover_envs() -> list[LeftoverEnv]:
+    """The virtualenvs under ``envs/`` that no complete toolchain record uses, sorted by name (a build
+    running now in another process shows here until it writes its record)."""
+    envs = toolchains_dir() / "envs"
+    if not envs.is_dir():
+        return []
+    used = {tc.env_root.resolve() for tc in list_toolchains() if tc.env_root is not None}
+    return [
+        LeftoverEnv(child, tree_size(child), frontend_problem(child))
+        for child in sorted(envs.iterdir())
+        if child.is_dir() and not child.name.startswith(".") and child.resolve() not in used
+    ]
+
+
+def find_leftover_env(name_or_spec: str) -> LeftoverEnv | None:
+    """The leftover virtualenv named ``envs/<key>`` (as ``toolchain list`` shows it), or the one of a
+    spec's Triton (``triton==3.4.0``, the spec whose build failed); None when there is none."""
+    text = name_or_spec.strip()
+    if text.startswith("envs/"):
+        key = text.removeprefix("envs/")
+    elif "=" in text:
+        spec = parse_toolchain(text, check_files=False)
+        if spec.triton_host or (spec.triton_wheel is not None and not spec.triton_wheel.is_file()):
+            return None  # a host frontend is keyed by its interpreter; a wheel by its bytes: name it envs/<key>
+        key = frontend_key(spec)[0]
+    else:
+        return None
+    return next((env for env in leftover_envs() if env.root.name == key), None)
+
+
+def remove_leftover_env(env: LeftoverEnv) -> None:
+    """Remove a leftover virtualenv under its build lock (a build of it running now finishes first);
+    refused when a toolchain recorded meanwhile uses it."""
+    with home_lock(envs_dir() / f".{env.root.name}.lock"):
+        if any(tc.env_root is not None and tc.env_root.resolve() == env.root.resolve() for tc in list_toolchains()):
+            raise ToolchainError(
+                f"{env.name} is no longer a leftover: a toolchain built meanwhile uses it",
+                "see `ktriage toolchain list`; remove that toolchain to remove its virtualenv",
+            )
+        wipe(env.root)
 
 
 def toolchain_size(tc: Toolchain) -> int:
