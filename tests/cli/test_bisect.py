@@ -466,6 +466,19 @@ class _HungBisect(NamedTuple):
             assert time.monotonic() < deadline, "the 4th command run never started"
             time.sleep(0.1)
 
+    def ctrl_c(self) -> tuple[int | None, str]:
+        """Run the bisect, press Ctrl-C (SIGINT) once the waiting run started: its exit status and stderr."""
+        proc = subprocess.Popen([*KTRIAGE, *self.args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            self.wait_for_the_4th_run(proc, "Ctrl-C")
+            os.kill(proc.pid, signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            self.kill_the_4th_run()
+        return proc.returncode, err
+
     def kill_the_4th_run(self) -> None:
         if self.pidfile.exists() and self.pidfile.read_text().strip():
             try:
@@ -515,16 +528,8 @@ def test_ctrl_c_says_the_rounds_are_kept_and_resume_continues(tmp_path: Path, ru
     # The 4th run waits until the test has pressed Ctrl-C.
     hung = _HungBisect.make(tmp_path)
     repo, go_on, state, args = hung.repo, hung.go_on, hung.state, hung.args
-    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        hung.wait_for_the_4th_run(proc, "Ctrl-C")
-        os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        hung.kill_the_4th_run()
-    assert proc.returncode == exit_codes.INTERRUPTED, err
+    returncode, err = hung.ctrl_c()
+    assert returncode == exit_codes.INTERRUPTED, err
     said = " ".join(err.split())
     assert f"interrupted: the rounds done are kept in {state}; run the same command with --resume" in said, err
     assert "Traceback" not in err
@@ -540,16 +545,8 @@ def test_ctrl_c_in_the_preflight_says_nothing_was_done_yet(tmp_path: Path, run_c
     command starts again; it does."""
     hung = _HungBisect.make(tmp_path, in_preflight=True)
     repo, go_on, state, args = hung.repo, hung.go_on, hung.state, hung.args
-    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        hung.wait_for_the_4th_run(proc, "Ctrl-C")
-        os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        hung.kill_the_4th_run()
-    assert proc.returncode == exit_codes.INTERRUPTED, err
+    returncode, err = hung.ctrl_c()
+    assert returncode == exit_codes.INTERRUPTED, err
     said = " ".join(err.split())
     assert (
         "interrupted during the preflight, before any candidate was measured: nothing was done yet; "
