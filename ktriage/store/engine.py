@@ -17,6 +17,7 @@ import contextlib
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -212,8 +213,14 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
         )
     # The SQLite file's missing folders are created (documented in --db's help and docs/environment.md);
     # a path that cannot be a folder or a file is refused here, not as a driver traceback.
-    path = Path(database).expanduser()
-    if not path.is_absolute() and not _uri_mode(url):
+    uri = _uri_mode(url)
+    path = _uri_file(database) if uri else Path(database).expanduser()
+    if uri and (str(path) in ("", ".", ":memory:") or str(url.query.get("mode", "")) == "memory"):
+        raise StoreError(
+            f"the SQLite URI {database} is an in-memory database, which keeps nothing",
+            f"give a file, e.g. {option('db', '--db', EXAMPLE_URL)}, or leave {DB} out for the default file",
+        )
+    if not path.is_absolute() and not uri:
         _refuse_slash_slip(database)
         path = path.absolute()  # the store's URL in every message says which file it is, wherever run from
         url = url.set(database=str(path))
@@ -279,6 +286,14 @@ def _begin_immediate(conn: Connection) -> None:
 def _uri_mode(url: URL) -> bool:
     """A ``sqlite:///file:...?uri=true`` URL: its database is a SQLite URI (``file:``), not a path."""
     return str(url.query.get("uri", "")).lower() in ("true", "1")
+
+
+def _uri_file(database: str) -> Path:
+    """The file a SQLite URI names (``file:/abs/k.db``, ``file:///abs/k.db``, ``file:rel.db``; percent-escapes
+    decoded). Why: the URI itself is not a path, and making its "parent folder" created a ``file:`` folder in
+    the current directory; the folder to create (and the file to check) is the one the URI points at."""
+    parts = urllib.parse.urlsplit(database)
+    return Path(urllib.parse.unquote(parts.path)).expanduser().absolute()
 
 
 def _refuse_slash_slip(database: str) -> None:
@@ -357,5 +372,9 @@ def _check_existing_sqlite(path: Path, *, default: bool) -> None:
 
 
 def display_url(engine: Engine) -> str:
-    """The engine's URL with the password masked: safe for messages and logs."""
-    return engine.url.render_as_string(hide_password=True)
+    """The engine's URL with the password masked: safe for messages and logs. A SQLite URI keeps the
+    ``file:`` the user wrote (SQLAlchemy escapes its colon as ``%3A``, a URL no one typed)."""
+    shown = engine.url.render_as_string(hide_password=True)
+    if engine.url.get_backend_name() == "sqlite" and _uri_mode(engine.url):
+        shown = shown.replace("sqlite:///file%3A", "sqlite:///file:", 1)
+    return shown

@@ -241,3 +241,31 @@ def test_ctrl_c_just_after_an_import_committed_says_the_run_is_stored(tmp_path: 
     with open_store(f"sqlite:///{db}", must_exist=True) as store:
         assert [r.run_id for r in store.list_runs()] == [run_id]
         assert sum(store.summary(run_id).counts.values()) == len(read_results(path)[1])
+
+
+def test_sqlite_uri_store_is_made_where_the_uri_points(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite:///file:/abs/sub/k.db?uri=true`` (SQLite's URI form, for ``mode=ro`` and the like) created a
+    ``file:`` folder in the current directory, the URI taken for a path; and messages showed ``file%3A``."""
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "stores" / "sub" / "k.db"
+    path, run_id = _results(tmp_path)
+    url = f"sqlite:///file:{store}?uri=true"
+    done = run_cli(["runs", "import", str(path), "--db", url])
+    assert done.exit_code == exit_codes.OK, done.output
+    assert f"into {url}" in done.stdout
+    assert store.is_file()
+    assert not (tmp_path / "file:").exists()
+    listed = run_cli(["runs", "list", "--db", url, "--format", "csv"])
+    assert listed.exit_code == exit_codes.OK and run_id in listed.stdout
+
+
+def test_sqlite_uri_in_memory_is_refused(tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mode=memory`` is SQLite's in-memory database through a URI: a store there keeps nothing."""
+    monkeypatch.chdir(tmp_path)
+    path, _ = _results(tmp_path)
+    done = run_cli(["runs", "import", str(path), "--db", "sqlite:///file:k.db?mode=memory&uri=true"])
+    assert done.exit_code != exit_codes.OK
+    assert "in-memory database, which keeps nothing" in done.output
+    assert list(tmp_path.glob("file*")) == [] and not (tmp_path / "k.db").exists()
