@@ -65,6 +65,13 @@ class ToolchainList:
 
         print_list(self.toolchains, self.sizes, console, self.problems, self.leftovers)
 
+    def print_leftovers(self, console: Console) -> None:
+        """The leftover virtualenvs alone: the CLI's ``--format json`` keeps stdout the list of
+        toolchains (its shape is what scripts read) and says these on stderr."""
+        from ktriage.report.toolchain import print_leftovers
+
+        print_leftovers(self.leftovers, console)
+
 
 @dataclass(frozen=True)
 class ToolchainShow:

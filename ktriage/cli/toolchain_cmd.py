@@ -71,6 +71,10 @@ def list_(
     report = toolchain_list()
     writers = {".json": report.json_text, ".md": report.to_markdown}
     emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
+    if fmt is Format.json and report.leftovers:
+        # The JSON on stdout is the list of toolchains (its shape is kept for scripts); what the table
+        # and markdown show under it, virtualenvs no toolchain uses, goes to stderr, so it is not lost.
+        report.print_leftovers(make_console(stderr=True))
 
 
 @app.command("show")

@@ -104,6 +104,10 @@ def print_list(
         records.print_rows(console, "toolchains", LIST_COLUMNS, list_rows(tcs, sizes), styles={"id": "bold"})
     for line in problem_lines(tcs, problems) if problems else []:
         console.print(f"[yellow]not usable:[/] {escape(line)}")
+    print_leftovers(leftovers, console)
+
+
+def print_leftovers(leftovers: Sequence[LeftoverEnv], console: Console) -> None:
     for line in leftover_lines(leftovers):
         console.print(f"[yellow]leftover:[/] {escape(line)}")
 

@@ -4,6 +4,7 @@ uv, the real CLI entry point (``run_cli``), real processes and signals."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -60,6 +61,9 @@ def test_a_failed_builds_virtualenv_is_listed_and_removed(
     assert "leftover: envs/triton-3.5.1 (" in text and "incomplete: it has no frontend.json" in text
     md = run_cli(["toolchain", "list", "--format", "markdown"])
     assert "**leftover:** envs/triton-3.4.0" in md.stdout
+    as_json = run_cli(["toolchain", "list", "--format", "json"])  # stdout stays the list scripts parse
+    assert as_json.exit_code == exit_codes.OK and json.loads(as_json.stdout) == []
+    assert "leftover: envs/triton-3.4.0 (" in as_json.err_text
 
     by_spec = run_cli(["toolchain", "remove", "triton==3.4.0,ptxas==12.99.1"])
     assert by_spec.exit_code == exit_codes.OK, by_spec.output
