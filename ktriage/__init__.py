@@ -16,14 +16,29 @@ the import system rebinds those attributes whenever the subpackage is imported.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# public name -> the module that defines it, imported by name on first use. Not even under
-# TYPE_CHECKING: import-linter would count a static import of ktriage.api here as an upward import
-# by every module below the api layer that reads ``ktriage.__version__``. Type checkers see these
-# names as Any through ``ktriage``; ``ktriage.api`` declares them typed.
+# What type checkers see for the lazy names below: each is the api's own class (not Any), and a name
+# missing here is a type error, as it is an AttributeError at run time; ``__all__`` makes them
+# re-exports. Never run. tests/api/test_api.py keeps this block and _LAZY naming the same things from
+# the same modules; tests/api/typed_usage.py (mypy strict) reads each one. import-linter ignores this
+# one edge, ktriage -> ktriage.api (pyproject.toml): counted as an import, which it is not at run time,
+# every module reading ``ktriage.__version__`` would import upwards through it.
+if TYPE_CHECKING:
+    from ktriage import api
+    from ktriage.api import (
+        BenchReport,
+        BisectReport,
+        CompareReport,
+        ExplainReport,
+        FidelityReport,
+        RecordReport,
+        TriageReport,
+    )
+
+# public name -> the module that defines it, imported by name on first use (``_lazy_attribute``).
 _LAZY: dict[str, str] = {
     "api": "ktriage.api",
     "BenchReport": "ktriage.api",
@@ -48,7 +63,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def _lazy_attribute(name: str) -> Any:
+    """The module's ``__getattr__`` (PEP 562): a name of _LAZY, imported on first use and kept."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'ktriage' has no attribute {name!r}" + _api_hint(name))
@@ -56,6 +72,12 @@ def __getattr__(name: str) -> Any:
     value = imported if module == f"ktriage.{name}" else getattr(imported, name)
     globals()[name] = value
     return value
+
+
+if not TYPE_CHECKING:
+    # Bound only at run time: a type checker that saw a module ``__getattr__`` returning Any would take
+    # every name, a misspelt one too, as Any; the names above are all there are.
+    __getattr__ = _lazy_attribute
 
 
 def _api_hint(name: str) -> str:

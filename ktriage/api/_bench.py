@@ -598,11 +598,11 @@ def _compile_bundle(
     from ktriage.home import home_subdir
     from ktriage.workload.bundles.build import build_bundle
     from ktriage.workload.bundles.format import load_bundle
-    from ktriage.workload.bundles.prune import held_identity, remove_unreferenced_cubins
+    from ktriage.workload.bundles.prune import bundle_cubins
 
     tcs = resolve_toolchains(toolchains)
     out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
-    rebuilt = held_identity(Path(out)) == (op, mode)  # this bundle, built there before: its old cubins go
+    before = bundle_cubins(Path(out))  # the bundle's writer removes those the new one does not use
     with (
         progress.task(f"compiling {plural(len(cases), 'input')} x {plural(len(tcs), 'toolchain')}"),
         Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
@@ -620,7 +620,7 @@ def _compile_bundle(
             backends=artifact,
             selection=selection,
         )
-    removed = remove_unreferenced_cubins(path) if rebuilt else 0
+    removed = len(before - bundle_cubins(path))
     loaded = load_bundle(path)
     failures = loaded.failure_lines()
     say(f"bundle: {path} ({loaded.compiled_text()})")

@@ -233,9 +233,8 @@ def _compile(
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
     from ktriage.record.workload import load_workload
-    from ktriage.workload.bundles.prune import held_identity, remove_unreferenced_cubins
+    from ktriage.workload.bundles.prune import bundle_cubins
     from ktriage.workload.recorded.bundle import (
-        RECORDED_MODE,
         build_recorded_bundle,
         load_recorded_bundle,
         workload_entries,
@@ -254,13 +253,13 @@ def _compile(
     tcs = resolve_toolchains(toolchains)
     name = workload_name(workload)
     out = bundle or home_subdir("bundles") / f"wl-{name}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
-    rebuilt = held_identity(Path(out)) == (name, RECORDED_MODE)  # this workload's, built there before
+    before = bundle_cubins(Path(out))  # the bundle's writer removes those the new one does not use
     with (
         progress.task(f"compiling {plural(n, 'kernel input')} x {plural(len(tcs), 'toolchain')}"),
         Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
     ):
         path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=chosen_k, inputs=chosen_i)
-    removed = remove_unreferenced_cubins(path) if rebuilt else 0
+    removed = len(before - bundle_cubins(path))
     recorded = load_recorded_bundle(path)
     failures = recorded.bundle.failure_lines()
     say(f"bundle: {path} ({len(recorded.entries)} kernel inputs; {recorded.bundle.compiled_text()})")

@@ -5,6 +5,7 @@ must resolve to what its module defines, and importing either package must impor
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
@@ -82,3 +83,33 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("ktriage"))))
 def test_importing_the_packages_imports_no_entry_point() -> None:
     proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=REPO, check=True)
     assert json.loads(proc.stdout) == ["ktriage", "ktriage.api"]
+    alone = PROBE.replace("import ktriage, ktriage.api", "import ktriage")
+    proc = subprocess.run([sys.executable, "-c", alone], capture_output=True, text=True, cwd=REPO, check=True)
+    assert json.loads(proc.stdout) == ["ktriage"], "import ktriage imports more of ktriage than itself"
+
+
+def _type_checking_names() -> dict[str, str]:
+    """The names ``ktriage/__init__.py`` imports under ``if TYPE_CHECKING:`` -> the module each is."""
+    tree = ast.parse((REPO / "ktriage" / "__init__.py").read_text())
+    blocks = [n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
+    names: dict[str, str] = {}
+    for node in (n for block in blocks for n in block.body):
+        assert isinstance(node, ast.ImportFrom) and node.module, ast.unparse(node)
+        for alias in node.names:  # re-exported by __all__ (test_all_and_the_lazy_table_agree)
+            # ``from ktriage import api``: the subpackage
+            names[alias.name] = f"ktriage.{alias.name}" if node.module == "ktriage" else node.module
+    return names
+
+
+def test_the_typed_names_of_ktriage_are_its_lazy_names() -> None:
+    """Type checkers read ``ktriage``'s lazy names from its TYPE_CHECKING imports (``__getattr__`` is
+    hidden from them): a name added to _LAZY alone would be a type error for every typed caller, one
+    left in the block alone would type a name that is an AttributeError at run time."""
+    assert _type_checking_names() == ktriage._LAZY
+
+
+def test_the_typed_script_reads_every_lazy_name_of_ktriage() -> None:
+    """tests/api/typed_usage.py (mypy strict, test_typing.py) asserts each name's type through ``ktriage``."""
+    script = (REPO / "tests" / "api" / "typed_usage.py").read_text()
+    missing = [n for n in ktriage._LAZY if f"assert_type(ktriage.{n}," not in script]
+    assert not missing, f"add assert_type(ktriage.X, ...) to typed_usage.py's top_level_usage for: {missing}"

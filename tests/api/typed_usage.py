@@ -3,12 +3,18 @@
 and never run: every call is written the way docs/api.md says the function takes it (a lone ``Path`` where
 a list of files goes, ``inputs=7``, ``warps=8``, a ``str`` where a file goes), and every value read back
 is given its precise type, so an annotation that refuses a documented call, or a report attribute that
-is ``Any`` (``disallow-any-expr`` above), fails the test."""
+is ``Any`` (``disallow-any-expr`` above), fails the test. ``top_level_usage`` reads the names ``import ktriage``
+re-exports (``ktriage.ExplainReport``...): each is the api's own, not ``Any``, and a name ``ktriage`` has
+not is a type error, as it is an AttributeError at run time."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
+from typing_extensions import assert_type
+
+import ktriage
 import ktriage.api as kt
 from ktriage.errors import CallError, KtriageError
 
@@ -109,3 +115,22 @@ def error_usage() -> str:
     except KtriageError as exc:
         return exc.problem + (exc.fix or "")
     return ""
+
+
+def top_level_usage() -> list[str]:
+    """Every name of ``ktriage._LAZY`` (tests/api/test_api.py checks that each is here) is the api's own
+    through ``ktriage`` (``assert_type`` fails on ``Any`` or another class), an annotation with one gives
+    typed attributes, and a name ``ktriage`` does not have is a type error (the ignore would be unused)."""
+    assert_type(ktriage.api, ModuleType)
+    assert_type(ktriage.BenchReport, type[kt.BenchReport])
+    assert_type(ktriage.CompareReport, type[kt.CompareReport])
+    assert_type(ktriage.TriageReport, type[kt.TriageReport])
+    assert_type(ktriage.BisectReport, type[kt.BisectReport])
+    assert_type(ktriage.ExplainReport, type[kt.ExplainReport])
+    assert_type(ktriage.FidelityReport, type[kt.FidelityReport])
+    assert_type(ktriage.RecordReport, type[kt.RecordReport])
+    report: ktriage.ExplainReport = ktriage.api.explain(target="liger.layer_norm", toolchains="triton==3.4.0")
+    complete: bool = report.complete
+    version: str = ktriage.__version__
+    missing: object = ktriage.ExplainReprot  # type: ignore[attr-defined]
+    return [report.to_markdown(), version, str(complete), str(missing)]

@@ -57,6 +57,21 @@ def test_a_kernel_with_16_bit_scalars_passes_the_bundle_check(tmp_path: Path, co
     assert entries["scalars@3.4.0"].artifact.kernel_name == "scalars_kernel"
 
 
+def test_a_kernel_bundle_written_again_keeps_only_the_cubins_it_names(tmp_path: Path, compiler: Compiler) -> None:
+    """Writing a bundle of named kernels again in its folder left the cubins of the kernels it no longer
+    names (every bundle writer now leaves its folder pruned, as ``bench --compile-only`` does)."""
+    spec = expand_op("tutorial.vector_add", inputs=["2"])[0]
+    tc = ensure_toolchain("triton==3.4.0")
+    four, eight = compiler.compile(spec, tc), compiler.compile(spec.replace(num_warps=8), tc)
+    assert isinstance(four, Artifact) and isinstance(eight, Artifact)
+    write_kernel_bundle(tmp_path / "b", {"vector_add@3.4.0": four})
+    (before,) = (tmp_path / "b" / "cubins").iterdir()
+    write_kernel_bundle(tmp_path / "b", {"vector_add@3.4.0": eight})
+    entries, _ = read_kernel_bundle(tmp_path / "b")
+    left = [p.name for p in (tmp_path / "b" / "cubins").iterdir()]
+    assert left == [entries["vector_add@3.4.0"].artifact.cubin_path.name] and before.name not in left
+
+
 def _op_bundle(tmp_path: Path, compiler: Compiler) -> Path:
     from ktriage.workload.bundles.build import build_bundle
 

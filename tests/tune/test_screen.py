@@ -166,6 +166,30 @@ def test_tune_bundle_holds_candidates_as_variants(ln_spec, toolchain, shared_com
     assert cmd[:4] == ["ktriage", "bench", "--bundle", str(tmp_path / "b")] and "--bwd" in cmd
 
 
+@pytest.mark.slow
+def test_tune_again_in_its_bundle_folder_leaves_no_cubin_of_the_configs_it_dropped(
+    ln_spec, toolchain, shared_compiler, tmp_path
+):
+    """``ktriage tune`` again with other configs into the same --bundle folder left the dropped configs'
+    cubins in cubins/, referenced by nothing, and the copy to the GPU host carried them (``bench
+    --compile-only`` removed its own; every bundle writer now does, through one function)."""
+    from ktriage.workload.bundles.format import BundleArtifact, load_bundle
+
+    tc = toolchain("triton==3.4.0")
+    folder = tmp_path / "b"
+    first = screen(config_space(ln_spec, warps=[4, 8, 16], stages=[3]), tc, shared_compiler, top_k=2)
+    write_tune_bundle(first, folder, shared_compiler)
+    old = {p.name for p in (folder / "cubins").iterdir()}
+    again = screen(config_space(ln_spec, warps=[4, 8, 16], stages=[2]), tc, shared_compiler, top_k=1)
+    tb = write_tune_bundle(again, folder, shared_compiler)
+    bundle = load_bundle(folder)  # hashes and ABI checked: every cubin it references is there
+    used = {a.cubin_path.name for a in bundle.artifacts.values() if isinstance(a, BundleArtifact)}
+    left = {p.name for p in (folder / "cubins").iterdir()}
+    assert set(bundle.toolchains) == set(tb.variants)
+    assert left == used, sorted(left - used)
+    assert old - used  # the first tune's configs are not the second's
+
+
 def test_tune_bundle_refuses_specs_without_workload(toolchain):
     from ktriage.tune.gpu import bench_target
     from ktriage.tune.screen import ScreenResult

@@ -251,3 +251,75 @@ def test_merge_refuses_one_variant_id_that_names_two_configs(toolchain, shared_c
     with pytest.raises(KtriageError, match="one toolchain id would stand for two kernels") as err:
         merge_bundles(parts, tmp_path / "m")
     assert "'warps=16'" in err.value.problem and "'warps=8'" in err.value.problem
+
+
+def _cubins_left_and_used(folder: Path) -> tuple[set[str], set[str]]:
+    """The files in the bundle's cubins/ and the cubins its manifest references (the loader checks each)."""
+    loaded = load_bundle(folder)
+    used = {a.cubin_path.name for a in loaded.artifacts.values() if isinstance(a, BundleArtifact)}
+    return {p.name for p in (folder / "cubins").iterdir()}, used
+
+
+def test_a_variant_added_again_leaves_no_cubin_of_the_one_it_replaced(
+    ln_bundle: Path, toolchain, shared_compiler, tmp_path: Path
+) -> None:
+    """Adding a variant again under its id (``tune`` again, another fix) left the replaced kernel's cubin in
+    cubins/, referenced by nothing, and the copy to the GPU host carried it. Every writer of a bundle now
+    leaves it pruned as ``bench --compile-only`` does; a file in cubins/ that is no builder's cubin stays."""
+    import shutil
+
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.bundles.merge import add_variant
+
+    work = tmp_path / "b"
+    shutil.copytree(ln_bundle, work)
+    (work / "cubins" / "notes.txt").write_text("the user's own")
+    tc = toolchain("triton==3.4.0")
+    b = load_bundle(work)
+    key7 = b.kernel_key("liger_layer_norm", 7, "bwd")
+    arts = [shared_compiler.compile(b.specs[key7].replace(num_warps=w), tc) for w in (8, 16)]
+    assert all(isinstance(a, Artifact) for a in arts)
+    add_variant(work, tc.id, f"{tc.id}+v", "warps=8", {key7: arts[0]})
+    first = load_bundle(work).artifact(key7, f"{tc.id}+v")
+    assert isinstance(first, BundleArtifact)
+    add_variant(work, tc.id, f"{tc.id}+v", "warps=16", {key7: arts[1]})
+    left, used = _cubins_left_and_used(work)
+    assert first.cubin_path.name not in used  # the 8-warps kernel is no longer the variant's
+    assert left == used | {"notes.txt"}, sorted(left - used)
+
+
+def test_a_merge_into_the_folder_of_an_earlier_merge_leaves_only_its_own_cubins(
+    toolchain, shared_compiler, tmp_path: Path
+) -> None:
+    """``tune`` merges its per-input bundles into one folder; merging again there (other inputs, other
+    configs) left the earlier merge's cubins that the new manifest does not reference."""
+    from ktriage.workload.bundles.merge import merge_bundles
+
+    t331, t340 = toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
+    a = build_bundle("layer_norm", "bwd", ["6"], [t331], tmp_path / "a", sm_count=132, compiler=shared_compiler)
+    b = build_bundle("layer_norm", "bwd", ["7"], [t331, t340], tmp_path / "b", sm_count=132, compiler=shared_compiler)
+    merge_bundles([a, b], tmp_path / "m")
+    old, _ = _cubins_left_and_used(tmp_path / "m")
+    merge_bundles([a], tmp_path / "m")
+    left, used = _cubins_left_and_used(tmp_path / "m")
+    assert left == used, sorted(left - used)
+    assert old - used  # b's kernels were there, and are gone
+
+
+def test_a_bundle_built_over_another_ops_bundle_leaves_only_its_own_cubins(
+    toolchain, shared_compiler, tmp_path: Path
+) -> None:
+    """A bundle replaces a ktriage bundle of another op in its folder (the CLI's ``--bundle DIR`` allows
+    it for op bundles): the replaced bundle's cubins went with the folder to the GPU host. A folder that
+    held no bundle keeps what its cubins/ had, even a file named like a cubin."""
+    tc = toolchain("triton==3.4.0")
+    folder = tmp_path / "bundle"
+    (folder / "cubins").mkdir(parents=True)
+    stray = "0123456789abcdef0123.cubin"
+    (folder / "cubins" / stray).write_bytes(b"not ktriage's")
+    build_bundle("layer_norm", "bwd", ["6"], [tc], folder, sm_count=132, compiler=shared_compiler)
+    left, used = _cubins_left_and_used(folder)
+    assert left == used | {stray}  # no bundle there before: nothing removed
+    build_bundle("embedding", "bwd", ["0"], [tc], folder, sm_count=132, compiler=shared_compiler)
+    again, now = _cubins_left_and_used(folder)
+    assert again == now and not (used & now), sorted(again - now)

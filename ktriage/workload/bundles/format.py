@@ -13,8 +13,8 @@ Layout::
     <out_dir>/manifest.json
     <out_dir>/cubins/<sha256[:20]>.cubin
 
-This module is the format: the manifest's records, writing an artifact entry and the manifest,
-and ``load_bundle``, which reads it with the standard library (plus ktriage's pure-Python spec
+This module is the format: the manifest's records, writing an artifact entry and the manifest
+(the one way every writer replaces it, which leaves the folder pruned: ``prune``), and ``load_bundle``, which reads it with the standard library (plus ktriage's pure-Python spec
 model). The jobs around it have their own modules: ``build`` (compile an op's kernels
 into a bundle), ``merge`` (variants and merges), ``named_kernels`` (bundles of named
 kernels without a workload) and ``launch`` (a replay launcher over a loaded bundle; the
@@ -47,6 +47,7 @@ from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.spec.model import KernelSpec
 from ktriage.wording import plural
+from ktriage.workload.bundles.prune import remove_unreferenced_cubins
 from ktriage.workload.bundles.verify import CubinFacts, bundle_key, check_artifact, check_signature, read_cubin, sign
 from ktriage.workload.ops.replay import KernelRef, SpecSource
 
@@ -299,10 +300,17 @@ def check_bundle_folder(out_dir: Path, *, replacing: tuple[str, str] | None = No
     )
 
 
-def write_manifest(out_dir: Path, manifest: Mapping[str, object]) -> None:
+def write_manifest(out_dir: Path, manifest: Mapping[str, object]) -> int:
     """Replace a bundle's manifest atomically (a reader never sees half of one); signed when
-    ``KTRIAGE_BUNDLE_KEY`` is set (``verify.sign``)."""
-    write_atomic(Path(out_dir) / MANIFEST, json.dumps(sign(manifest), indent=1))
+    ``KTRIAGE_BUNDLE_KEY`` is set (``verify.sign``). Every bundle writer goes through here (the builders,
+    ``add_variant``, ``merge_bundles``, ``write_kernel_bundle``, tune's bundle), so each leaves the folder
+    pruned the same way: when it held a ktriage bundle's manifest until now, the cubins the new manifest
+    does not reference are removed (``prune``); returns how many."""
+    path = Path(out_dir) / MANIFEST
+    held = is_bundle_manifest(path)  # read before it is replaced: a folder that held no bundle is not pruned
+    signed = sign(manifest)
+    write_atomic(path, json.dumps(signed, indent=1))
+    return remove_unreferenced_cubins(Path(out_dir), signed) if held else 0
 
 
 def artifact_entry(art: Any, out_dir: Path) -> JSONObject:
