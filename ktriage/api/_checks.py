@@ -28,7 +28,7 @@ def check_percent_gate(percent: float) -> float:
         # (not ktriage.api._args, which reads normalize_arch from here: the api's modules import one way)
         raise KtriageError(
             f"percent (--threshold) {percent!r} is a {type(percent).__name__}, not a number",
-            "pass the gate in percent as a number, e.g. check_percent_gate(10) for a 10 % gate",
+            "pass the gate in percent as a number, e.g. check_percent_gate(10) for a 10% gate",
         )
     check_gate(percent / 100.0, percent=True)
     return percent / 100.0

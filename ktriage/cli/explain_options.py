@@ -67,7 +67,7 @@ Threshold = Annotated[
     float,
     typer.Option(
         "--threshold",
-        help="The gate: a change is a regression (improvement) only where its predicted ratio's whole interval lies above 1+T (below 1/(1+T)); a fraction, default 0.05 (5 %).",
+        help="The gate: a change is a regression (improvement) only where its predicted ratio's whole interval lies above 1+T (below 1/(1+T)); a fraction, default 0.05 (5%).",
     ),
 ]
 FailOn = Annotated[

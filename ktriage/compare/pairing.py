@@ -82,6 +82,19 @@ class PairResult:
     def label(self) -> str:
         return f"{self.op}.{self.mode}[{self.input_label}] {self.backend_label}"
 
+    def backend_under(self, sides: tuple[str | None, str | None]) -> str:
+        """The backend as a row under a heading that names ``sides``, the toolchain each side is (``compare
+        --toolchains``: ``A -> B``): the backend alone where the pair's toolchains are those two, else
+        ``backend_label``. Why: every row of a toolchains comparison read ``K0:kernel@A->B`` under the heading
+        ``A -> B``, two long ids restated per row and folded over three lines of the terminal table."""
+        if sides[0] is not None and sides[1] is not None and (self.ref_toolchain, self.new_toolchain) == sides:
+            return self.backend
+        return self.backend_label
+
+    def label_under(self, sides: tuple[str | None, str | None]) -> str:
+        """``label()`` with the backend as ``backend_under(sides)`` shows it (a report's rows and lists)."""
+        return f"{self.op}.{self.mode}[{self.input_label}] {self.backend_under(sides)}"
+
     @property
     def kind(self) -> str:
         return self.verdict.verdict if self.verdict else self.status
@@ -192,6 +205,17 @@ class Comparison:
     # what a reader must know before taking any verdict of it for the compiler's (two dtypes compared on
     # purpose: ktriage.compare.sides.check_precision); the headline and the JSON carry each
     warnings: list[str] = field(default_factory=list)
+    # the toolchain each side is, where each is one (``compare_toolchains``): the heading names them, so a
+    # report's rows name the backend alone (``row_label``); (None, None) for two runs or files
+    side_toolchains: tuple[str | None, str | None] = (None, None)
+
+    def row_backend(self, p: PairResult) -> str:
+        """``p``'s backend as this comparison's report rows show it (``PairResult.backend_under``)."""
+        return p.backend_under(self.side_toolchains)
+
+    def row_label(self, p: PairResult) -> str:
+        """``p``'s label as this comparison's report lists show it, under its heading (``row_backend``)."""
+        return p.label_under(self.side_toolchains)
 
     def _with(self, kind: str, *, include_baseline: bool = False) -> list[PairResult]:
         return [p for p in self.pairs if p.kind == kind and (include_baseline or not p.is_baseline)]
@@ -235,13 +259,17 @@ class Comparison:
         """Pairs not compared: a side errored, was wrong, timed out, or is missing."""
         return [p for p in self.pairs if p.status != "compared"]
 
-    def not_compared_cells(self) -> list[NotComparedCell]:
+    def not_compared_cells(self, *, rows: bool = False) -> list[NotComparedCell]:
         """Each pair not compared, its label and why (an input, backend or operator on one side only, a
         failed or wrong cell, a value that is no latency), the baseline backend's included: what compare
         and triage list (grouped by reason: ``ktriage.compare.not_compared``), so a user sees which cells
-        no verdict covers (a count alone hid them)."""
+        no verdict covers (a count alone hid them). ``rows``: labelled as a report's section lists them
+        under its heading (``row_label``); the JSON keeps the whole ``PairResult.label()``."""
         return [
-            NotComparedCell(p.label(), p.problem or p.status, p.missing_side or p.failed_side) for p in self.problems()
+            NotComparedCell(
+                self.row_label(p) if rows else p.label(), p.problem or p.status, p.missing_side or p.failed_side
+            )
+            for p in self.problems()
         ]
 
     def not_compared(self) -> list[str]:
@@ -574,14 +602,18 @@ def _sweep_cliffs(
             series[(op, mode, be, tc)][i] = v / ref_v
     for (op, mode, be, tc), pts in sorted(series.items(), key=lambda kv: natural_key(*kv[0])):
         ids = sorted(pts)
-        name = f"{be}{'@' + tc if tc else ''} / {baselines.get(op)}"
+        # the toolchain once: "[triton-3.4.0]" closes the line where the side is that toolchain (--toolchains)
+        name = f"{be}{'@' + tc if tc and tc != side else ''} / {baselines.get(op)}"
         for cl in find_cliffs([labels[(op, mode, i)] for i in ids], [pts[i] for i in ids], cfg, series=name):
             out.append(CliffFinding(op, mode, be, tc, side, "vs_baseline", cl))
     return out
 
 
-def _ratio_cliffs(pairs: list[PairResult], cfg: CliffConfig) -> list[CliffFinding]:
-    """Cliffs in the new/ref ratio along the sweep: where along the inputs a regression starts."""
+def _ratio_cliffs(
+    pairs: list[PairResult], cfg: CliffConfig, sides: tuple[str | None, str | None] = (None, None)
+) -> list[CliffFinding]:
+    """Cliffs in the new/ref ratio along the sweep: where along the inputs a regression starts. ``sides``: the
+    comparison's ``side_toolchains``, which its heading names (the series then names the backend alone)."""
     groups: dict[tuple[str, str, str, str | None, str | None], list[PairResult]] = defaultdict(list)
     for p in pairs:
         if p.verdict is not None and math.isfinite(p.verdict.ratio) and not p.is_baseline:
@@ -589,7 +621,7 @@ def _ratio_cliffs(pairs: list[PairResult], cfg: CliffConfig) -> list[CliffFindin
     out: list[CliffFinding] = []
     for (op, mode, be, _tr, tn), ps in sorted(groups.items(), key=lambda kv: natural_key(*kv[0])):
         ps.sort(key=lambda p: p.input_id)
-        name = f"{ps[0].backend_label} new/ref"
+        name = f"{ps[0].backend_under(sides)} new/ref"
         for cl in find_cliffs([p.input_label for p in ps], [p.verdict.ratio for p in ps], cfg, series=name):  # type: ignore[union-attr]
             out.append(CliffFinding(op, mode, be, tn, "new/ref", "new_vs_ref", cl))
     return out
@@ -638,14 +670,35 @@ def compare_cells(
     )
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     found = (
-        _cliffs(pairs, ref_cells, new_cells, ref_label, new_label, baselines, cliff_config, labels, same_run)
+        _cliffs(
+            pairs,
+            ref_cells,
+            new_cells,
+            ref_label,
+            new_label,
+            baselines,
+            cliff_config,
+            labels,
+            same_run,
+            side_toolchains,
+        )
         if cliffs
         else []
     )
     check = _baseline_check(pairs, baselines, same_run, config.threshold)
     check.per_op = dict(baselines)
     return Comparison(
-        ref_label, new_label, pairs, check, found, config, ref_run, new_run, list(ref_cells), list(new_cells)
+        ref_label,
+        new_label,
+        pairs,
+        check,
+        found,
+        config,
+        ref_run,
+        new_run,
+        list(ref_cells),
+        list(new_cells),
+        side_toolchains=side_toolchains,
     )
 
 
@@ -659,6 +712,7 @@ def _cliffs(
     cliff_config: CliffConfig,
     labels: dict[tuple[str, str, int], str],
     same_run: bool,
+    sides: tuple[str | None, str | None] = (None, None),
 ) -> list[CliffFinding]:
     """Both sides' cliffs against the baseline, and the new/ref ratio's, of one comparison."""
     cliffs = _sweep_cliffs(new_cells, new_label, baselines, cliff_config, labels)
@@ -672,7 +726,7 @@ def _cliffs(
                 seen.add(k)
                 unique.append(f)
         cliffs = unique
-    return cliffs + _ratio_cliffs(pairs, cliff_config)
+    return cliffs + _ratio_cliffs(pairs, cliff_config, sides)
 
 
 def run_toolchains(run: RunInfo | None, cells: Sequence[Cell]) -> list[str]:

@@ -703,7 +703,7 @@ class Contributor:
     evidence: str
 
     def text(self) -> str:
-        return f"{self.share * 100:+.0f} %: {self.evidence}"
+        return f"{self.share * 100:+.0f}%: {self.evidence}"
 
     def to_json(self) -> JSONObject:
         return {"aspect": self.aspect, "share": round(self.share, 4), "evidence": self.evidence, "text": self.text()}
@@ -735,7 +735,7 @@ class Prediction:
     def lean(self) -> str | None:
         """For a change predicted neutral whose point lies beyond the gate but whose interval reaches
         inside it: the side the point is on ("regression" or "improvement"), else None. A user reads
-        "-8 % [-11 %, -4.6 %], neutral" differently from "+0.2 % [-3 %, +3 %], neutral": the first is
+        "-8% [-11%, -4.6%], neutral" differently from "+0.2% [-3%, +3%], neutral": the first is
         likely faster, only not certainly beyond the gate."""
         if self.kind != "neutral" or self.identical:
             return None
@@ -745,11 +745,11 @@ class Prediction:
         return pct(self.ratio)
 
     def interval_text(self) -> str:
-        """``[-11 %, -4.6 %]`` (``interval_text``: one decimal within a point of the gate, rounded outward)."""
+        """``[-11%, -4.6%]`` (``interval_text``: one decimal within a point of the gate, rounded outward)."""
         return interval_text(self.low, self.high, self.threshold)
 
     def text(self, limit: int = 3, *, blind_spot: bool = True, at: str = "") -> str:
-        """``predicted +38 % [+25 %, +52 %]: +30 %: 830 more LDL/STL in the main loop; ...``; ``at``: which
+        """``predicted +38% [+25%, +52%]: +30%: 830 more LDL/STL in the main loop; ...``; ``at``: which
         input of several this is (``at N=8192, the largest of 8 inputs``)."""
         if self.identical:
             return "identical kernels: no change predicted"
@@ -778,21 +778,21 @@ class Prediction:
 
 
 def pct(r: float) -> str:
-    """A ratio as a signed change, ``+38 %``; under one percent with a decimal, ``-0.4 %``. A change that
-    rounds to nothing reads ``+0.0 %``, never ``-0.0 %`` (a ratio of 0.9999 is no speedup to report)."""
+    """A ratio as a signed change, ``+38%``; under one percent with a decimal, ``-0.4%``. A change that
+    rounds to nothing reads ``+0.0%``, never ``-0.0%`` (a ratio of 0.9999 is no speedup to report)."""
     if not math.isfinite(r):
         return "n/a"
     x = (r - 1) * 100
     if abs(x) >= 1:
-        return f"{x:+.0f} %"
-    return f"{round(x, 1):+.1f} %" if round(x, 1) != 0 else "+0.0 %"
+        return f"{x:+.0f}%"
+    return f"{round(x, 1):+.1f}%" if round(x, 1) != 0 else "+0.0%"
 
 
 def pct_bound(r: float, *, upper: bool, threshold: float = DEFAULT_THRESHOLD) -> str:
     """One end of an interval as ``pct`` writes it, except within a point of the gate (``+threshold``
     above, ``1/(1+threshold) - 1`` below): there with one decimal, rounded outward (the low end down, the
     high end up). Why: rounded to the nearest percent, a neutral prediction's interval 0.893..0.953 read
-    "[-11 %, -5 %]", wholly beyond a -5 % gate, next to words that say it reaches inside it."""
+    "[-11%, -5%]", wholly beyond a -5% gate, next to words that say it reaches inside it."""
     if not math.isfinite(r):
         return "n/a"
     x = (r - 1.0) * 100.0
@@ -800,11 +800,11 @@ def pct_bound(r: float, *, upper: bool, threshold: float = DEFAULT_THRESHOLD) ->
     if not any(abs(x - g) < 1.0 for g in gates):
         return pct(r)
     tenths = math.ceil(x * 10.0 - 1e-9) if upper else math.floor(x * 10.0 + 1e-9)
-    return f"{tenths / 10.0:+.1f} %"
+    return f"{tenths / 10.0:+.1f}%"
 
 
 def interval_text(low: float, high: float, threshold: float = DEFAULT_THRESHOLD) -> str:
-    """``[-11 %, -4.6 %]``: a predicted interval, each end as ``pct_bound`` writes it."""
+    """``[-11%, -4.6%]``: a predicted interval, each end as ``pct_bound`` writes it."""
     return f"[{pct_bound(low, upper=False, threshold=threshold)}, {pct_bound(high, upper=True, threshold=threshold)}]"
 
 

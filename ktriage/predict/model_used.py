@@ -37,21 +37,21 @@ class ModelUsed:
         return self.path or SHIPPED
 
     def coverage_text(self) -> str:
-        """``predicted intervals cover 80 % of held-out measurements``, or what the file leaves unsaid."""
+        """``predicted intervals cover 80% of held-out measurements``, or what the file leaves unsaid."""
         if self.level is None:
             return "the model file records no interval coverage (cv.level; `ktriage calibrate -o FILE` writes it)"
         which = "held-out measurements" if self.held_out else "the fit's own measurements (none held out)"
-        return f"predicted intervals cover {self.level * 100:g} % of {which}"
+        return f"predicted intervals cover {self.level * 100:g}% of {which}"
 
     def width_text(self) -> str:
-        """``+-3.4 %``: the interval's half-width (at a tiny effect, when it grows with the effect)."""
-        half = f"+-{math.expm1(self.interval_a) * 100:.1f} %"
+        """``+-3.4%``: the interval's half-width (at a tiny effect, when it grows with the effect)."""
+        half = f"+-{math.expm1(self.interval_a) * 100:.1f}%"
         return half if self.interval_b == 0 else f"{half} at a tiny effect, wider with it"
 
     def line(self, coverage: bool = False) -> str:
-        """``Model: the shipped model (predicted intervals +-3.4 %)``: every report's header line; with
+        """``Model: the shipped model (predicted intervals +-3.4%)``: every report's header line; with
         ``coverage`` (a report whose gate line does not say it: triage's) ``...; predicted intervals cover
-        80 % of held-out measurements``."""
+        80% of held-out measurements``."""
         return f"Model: {self.label} (predicted intervals {self.width_text()})" + (
             f"; {self.coverage_text()}" if coverage else ""
         )

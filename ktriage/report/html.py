@@ -28,7 +28,7 @@ from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
 from ktriage.order import natural_key
-from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
+from ktriage.report.markdown import COLUMNS_TEXT, fmt_ci, fmt_ms, fmt_pct, headline, quoted
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.gate import gate_percent
 
@@ -84,7 +84,7 @@ def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -
     groups: dict[str, list[PairResult]] = defaultdict(list)
     for p in c.pairs:
         if p.op == op and p.mode == mode and p.verdict is not None and math.isfinite(p.verdict.ratio):
-            groups[p.backend_label].append(p)
+            groups[c.row_backend(p)].append(p)
     series = []
     for name, ps in sorted(groups.items(), key=lambda kv: natural_key(kv[0])):
         s = Series(name, [(pos[p.input_id], p.verdict.ratio) for p in ps])  # type: ignore[union-attr]
@@ -167,14 +167,14 @@ def _baseline_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]
     )
 
 
-def _row(p: PairResult) -> dict[str, str]:
+def _row(c: Comparison, p: PairResult) -> dict[str, str]:
     v = p.verdict
     assert v is not None
     return {
-        "label": p.label(),
+        "label": c.row_label(p),
         "op": f"{p.op}.{p.mode}",
         "input": p.input_label,
-        "backend": p.backend_label,
+        "backend": c.row_backend(p),
         "ref": fmt_ms(v.median_ref),
         "new": fmt_ms(v.median_new),
         "change": fmt_pct(v.ratio),
@@ -206,12 +206,12 @@ def _section(c: Comparison) -> dict[str, Any]:
         "headline": headline(c),
         "baseline": c.baseline,
         "settings": c.config,
-        "regressions": [_row(p) for p in c.regressions()],
-        "improvements": [_row(p) for p in c.improvements()],
-        "unsure": [_row(p) for p in c.unsure()],
-        "same": [_row(p) for p in c.same()],
+        "regressions": [_row(c, p) for p in c.regressions()],
+        "improvements": [_row(c, p) for p in c.improvements()],
+        "unsure": [_row(c, p) for p in c.unsure()],
+        "same": [_row(c, p) for p in c.same()],
         "cliffs": [f.describe() for f in c.cliffs],
-        "not_compared": group_not_compared(c.not_compared_cells()),
+        "not_compared": group_not_compared(c.not_compared_cells(rows=True)),
         "charts": charts,
         "runs": _runs(c),
         "counters": [{"head": q.head(), "label": q.label(), "text": q.text, "kind": q.verdict} for q in quotes],
@@ -228,6 +228,7 @@ def to_html(report: CompareReport, title: str = "ktriage compare") -> str:
             sections=[_section(c) for c in report.comparisons],
             total=report.regression_count,
             not_compared=report.not_compared_count,
+            columns=COLUMNS_TEXT,
         )
     )
 

@@ -53,10 +53,20 @@ def baseline_markdown(b: BaselineCheck | None) -> str:
     return f"> **{mark}:** {_esc(b.message)}" if mark else _esc(b.message)
 
 
+#: What the numbers of a pair's row are. Why said: "change" is the Hodges-Lehmann estimate (the median of all
+#: pairwise new/ref ratios), not the ratio of the two "ms" columns, so a row could read 0.01693 -> 0.01696 ms and
+#: -0.9% (fla2_rotary, K0) with nothing saying the two disagree by design.
+COLUMNS_TEXT = "ms: each side's median; change: Hodges-Lehmann new/ref, not the medians' ratio"
+
+
 def method_text(c: Comparison) -> str:
-    """``gate +-5%, 95% confidence, Mann-Whitney U on raw samples``: what a verdict of ``c`` means, said
-    after its headline in every output (the gate decides regression from same; --threshold moves it)."""
-    return f"gate +-{gate_percent(c.config.threshold)}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples"
+    """``gate +-5%, 95% confidence, Mann-Whitney U on raw samples; ms: ...``: what a verdict of ``c`` and its
+    row's numbers mean, said after its headline in every output (the gate decides regression from same;
+    --threshold moves it; ``COLUMNS_TEXT``)."""
+    return (
+        f"gate +-{gate_percent(c.config.threshold)}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw"
+        f" samples; {COLUMNS_TEXT}"
+    )
 
 
 def headline(c: Comparison) -> str:
@@ -86,7 +96,8 @@ def headline(c: Comparison) -> str:
     return ", ".join(parts)
 
 
-def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) -> list[str]:
+def _pair_table(c: Comparison, pairs: Sequence[PairResult], ranked: bool) -> list[str]:
+    confidence = c.config.confidence
     head = ["#"] if ranked else []
     lines = [
         "| "
@@ -101,7 +112,7 @@ def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) ->
         row += [
             _esc(f"{p.op}.{p.mode}"),
             _esc(p.input_label),
-            _esc(p.backend_label),
+            _esc(c.row_backend(p)),
             fmt_ms(v.median_ref),
             fmt_ms(v.median_new),
             f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio),
@@ -122,19 +133,19 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
     out.append("")
     regs = c.regressions()
     if regs:
-        out += [f"{h}# Regressions, worst first", "", *_pair_table(regs, c.config.confidence, ranked=True), ""]
+        out += [f"{h}# Regressions, worst first", "", *_pair_table(c, regs, ranked=True), ""]
     out += counters_markdown(c, h)
     if c.cliffs:
         out += [f"{h}# Cliffs along input sweeps", ""]
         out += [f"- {_esc(f.describe())}" for f in c.cliffs]
         out.append("")
-    out += _not_compared_markdown(group_not_compared(c.not_compared_cells()), h)
+    out += _not_compared_markdown(group_not_compared(c.not_compared_cells(rows=True)), h)
     imps = c.improvements()
     if imps:
         out += [
             f"<details><summary>Improvements ({len(imps)})</summary>",
             "",
-            *_pair_table(imps, c.config.confidence, ranked=True),
+            *_pair_table(c, imps, ranked=True),
             "",
             "</details>",
             "",
@@ -142,14 +153,14 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
     uns = c.unsure()
     if uns:
         out += [f"<details><summary>Unsure ({len(uns)}): more samples or a quieter GPU needed</summary>", ""]
-        out += [f"- {_esc(p.label())}: {_esc(p.verdict.reason)}" for p in uns if p.verdict]
+        out += [f"- {_esc(c.row_label(p))}: {_esc(p.verdict.reason)}" for p in uns if p.verdict]
         out += ["", "</details>", ""]
     same = c.same()
     if same:
         out += [
             f"<details><summary>Same ({len(same)})</summary>",
             "",
-            *_pair_table(same, c.config.confidence, ranked=False),
+            *_pair_table(c, same, ranked=False),
             "",
             "</details>",
             "",
@@ -208,11 +219,13 @@ def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
 
 
 def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> list[str]:
-    """``ref: run 1d99dfb06145 (2026-..., NVIDIA H200, driver 570.86, status ok)``, one per side (one when
-    both sides are one run): where the numbers come from, under the markdown's "Runs:" and in the
-    terminal (``code``/``text`` mark the run id and the words up for the format)."""
+    """``ref: run 1d99dfb06145 (2026-..., NVIDIA H200, driver 570.86, status ok)``, one per side (one, ``both
+    sides: run ...``, when both sides are one run, as the HTML's "both": a lone "ref:" left the reader looking
+    for the new side's run): where the numbers come from, under the markdown's "Runs:" and in the terminal
+    (``code``/``text`` mark the run id and the words up for the format)."""
     lines = []
-    for side, run in (("ref", c.ref_run), ("new", c.new_run)):
+    one_run = c.ref_run is not None and c.new_run is not None and c.ref_run.run_id == c.new_run.run_id
+    for side, run in (("both sides" if one_run else "ref", c.ref_run), ("new", c.new_run)):
         if run is None:
             continue
         gpu = run.gpu.get("name", "?") if run.gpu else "?"
@@ -220,7 +233,7 @@ def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[s
         lines.append(
             f"{side}: run {code(run.run_id)} ({text(run.created)}, {text(str(gpu))}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
         )
-    if c.ref_run and c.new_run and c.ref_run.run_id == c.new_run.run_id:
+    if one_run:
         lines = lines[:1]
     return lines
 

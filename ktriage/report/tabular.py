@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
-from ktriage.compare.pairing import BaselineCheck, PairResult
+from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.report.markdown import (
@@ -114,7 +114,7 @@ def to_csv(report: CompareReport) -> str:
     return out.getvalue()
 
 
-def _row(p: PairResult) -> list[str]:
+def _row(c: Comparison, p: PairResult) -> list[str]:
     v = p.verdict
     assert v is not None  # the pairs not compared are listed under the table, not in it
     style = _STYLE.get(p.kind, "")
@@ -122,7 +122,7 @@ def _row(p: PairResult) -> list[str]:
     return [
         escape(f"{p.op}.{p.mode}"),
         escape(p.input_label),
-        escape(p.backend_label),
+        escape(c.row_backend(p)),
         fmt_ms(v.median_ref),
         fmt_ms(v.median_new),
         fmt_pct(v.ratio),
@@ -149,31 +149,22 @@ def print_table(
         )
         print_baseline(console, c.baseline)
         t = Table(show_lines=False)
+        add_columns(t, ("op", "input", "backend"), overflow="fold")
+        # numbers right-aligned, so their decimal points and signs line up down a column ("0.0423" under "0.2828")
         add_columns(
-            t,
-            (
-                "op",
-                "input",
-                "backend",
-                "ref ms",
-                "new ms",
-                "change",
-                f"{c.config.confidence:.0%} CI",
-                "verdict",
-                "why",
-            ),
-            overflow="fold",
+            t, ("ref ms", "new ms", "change", f"{c.config.confidence:.0%} CI"), overflow="fold", justify="right"
         )
+        add_columns(t, ("verdict", "why"), overflow="fold")
         rows = [*c.regressions(), *c.improvements(), *c.unsure(), *(c.same() if show_same else [])]
         for p in rows[:max_rows]:
-            t.add_row(*_row(p))
+            t.add_row(*_row(c, p))
         if rows:
             console.print(t)
         if len(rows) > max_rows:
             console.print(
                 f"[dim]... and {len(rows) - max_rows} more rows, not shown: --format csv or json, or -o FILE.csv, lists them all[/]"
             )
-        print_not_compared_groups(console, group_not_compared(c.not_compared_cells()))
+        print_not_compared_groups(console, group_not_compared(c.not_compared_cells(rows=True)))
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         for line in run_lines(c):  # which runs, GPU and driver the numbers are, as the markdown's "Runs:"

@@ -28,7 +28,7 @@ def _secs(value: float | None) -> str:
 
 
 def _pct(ratio: float | None) -> str:
-    return "-" if ratio is None or not math.isfinite(ratio) or ratio <= 0 else f"{(ratio - 1) * 100:+.1f} %"
+    return "-" if ratio is None or not math.isfinite(ratio) or ratio <= 0 else f"{(ratio - 1) * 100:+.1f}%"
 
 
 def _ms(value: float | None) -> str:

@@ -44,28 +44,28 @@ def check_gate(
     caller of ``kt.triage(threshold=10)`` to pass ``--threshold 0.1``, which the command reads as 0.1 %."""
     shown = f"{threshold * 100:g}" if percent else f"{threshold:g}"
     if percent:
-        given, example = f"--threshold {shown}", "--threshold 5 for a 5 % gate"
+        given, example = f"--threshold {shown}", "--threshold 5 for a 5% gate"
     elif flag_percent:
-        given, example = f"threshold={shown} (--threshold {threshold * 100:g})", f"{_triage(0.1)} for a 10 % gate"
+        given, example = f"threshold={shown} (--threshold {threshold * 100:g})", f"{_triage(0.1)} for a 10% gate"
     else:
-        given, example = option("threshold", "--threshold", threshold), f"{_gate(0.05)} for a 5 % gate"
+        given, example = option("threshold", "--threshold", threshold), f"{_gate(0.05)} for a 5% gate"
     if not math.isfinite(threshold) or threshold < 0 or (threshold == 0 and not allow_zero):
         raise KtriageError(f"{given} is not a gate", f"give a positive size of change, e.g. {example}")
     if threshold >= 1:
         if percent:
             raise KtriageError(
-                f"--threshold {shown} would be a {shown} % gate: no change that small is ever flagged",
-                "triage's --threshold is in percent: give e.g. --threshold 10 for a 10 % gate",
+                f"--threshold {shown} would be a {shown}% gate: no change that small is ever flagged",
+                "triage's --threshold is in percent: give e.g. --threshold 10 for a 10% gate",
             )
         meant = _triage(threshold / 100) if flag_percent else _gate(threshold / 100)
         named = f"threshold={shown}" if flag_percent else given
         raise KtriageError(
-            f"{named} is a fraction here: a {gate_percent(threshold)} gate", f"for a {shown} % gate pass {meant}"
+            f"{named} is a fraction here: a {gate_percent(threshold)} gate", f"for a {shown}% gate pass {meant}"
         )
     if percent and 0 < threshold < NOISE_FLOOR:
         raise KtriageError(
-            f"--threshold {shown} is in percent: a {shown} % gate, below the GPU's own run-to-run spread (about 1 %)",
-            f"for a {threshold * 10000:g} % gate pass --threshold {threshold * 10000:g}",
+            f"--threshold {shown} is in percent: a {shown}% gate, below the GPU's own run-to-run spread (about 1%)",
+            f"for a {threshold * 10000:g}% gate pass --threshold {threshold * 10000:g}",
         )
 
 

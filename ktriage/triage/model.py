@@ -444,7 +444,7 @@ class BaselineMoves:
 
     @property
     def text(self) -> str:
-        shown = ", ".join(f"{m.change_pct:+.1f} % at {m.input}" for m in self.moved[: self.SHOWN])
+        shown = ", ".join(f"{m.change_pct:+.1f}% at {m.input}" for m in self.moved[: self.SHOWN])
         more = f" and {len(self.moved) - self.SHOWN} more" if len(self.moved) > self.SHOWN else ""
         head = (
             f"the baseline moved: {self.backend} ({self.op} {self.mode}), which no toolchain compiles, changed past "

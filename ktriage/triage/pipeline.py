@@ -455,7 +455,7 @@ def _predicted_note(
         return
     worst = max(have, key=lambda p: p.impact)
     c.predicted = worst
-    measured = f"measured {c.change_pct:+.0f} %" if math.isfinite(c.ratio) else "no measured ratio"
+    measured = f"measured {c.change_pct:+.0f}%" if math.isfinite(c.ratio) else "no measured ratio"
     if worst.kind == "regression":
         c.notes.append(f"the compile-side change predicts {worst.percent()} {worst.interval_text()} ({measured})")
     elif math.isfinite(c.ratio) and c.ratio > 1.0 + threshold:
@@ -505,13 +505,13 @@ def _why_neutral(have: Sequence[Prediction], worst: Prediction, threshold: float
 
 
 def _improvement_recall(model: str | None) -> str:
-    """ " (it calls 50 % of the measured improvements of its calibration, docs/model.md)", from the model in use."""
+    """ " (it calls 50% of the measured improvements of its calibration, docs/model.md)", from the model in use."""
     from ktriage.predict.model import load_params
 
     recall = (load_params(model).cv.get("improvement") or {}).get("recall")
     if not isinstance(recall, (int, float)):
         return ""
-    return f" (it calls {round(recall * 100)} % of the measured improvements of its calibration, docs/model.md)"
+    return f" (it calls {round(recall * 100)}% of the measured improvements of its calibration, docs/model.md)"
 
 
 def _unpredicted(c: CellTriage) -> bool:

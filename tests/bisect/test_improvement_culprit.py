@@ -121,4 +121,4 @@ def test_no_note_where_the_change_is_slower_or_its_direction_says_nothing() -> N
     assert improvement_note(_stage([40, 32, 32], "registers"), "registers", []) is None  # either way
     assert improvement_note(_stage([0, 32, 32], "sass:ATOMG"), "sass:ATOMG", [_p(1.0, "neutral")]) is None
     note = improvement_note(_stage([0, 32, 32], "sass:ATOMG"), "sass:ATOMG", [_p(0.8, "improvement")])
-    assert note is not None and "— predicted -20 % (faster)" in note
+    assert note is not None and "— predicted -20% (faster)" in note

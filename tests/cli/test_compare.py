@@ -155,7 +155,7 @@ def test_html_written(files: dict[str, Path], tmp_path: Path, invoke) -> None:
         (["missing.json", "other.json"], "cannot read results file"),
         (["A.json"], "compare needs two runs"),
         (["{both}", "--threshold", "5000"], "is a fraction here"),
-        (["{both}", "--threshold", "5"], "for a 5 % gate pass threshold=0.05 (--threshold 0.05)"),
+        (["{both}", "--threshold", "5"], "for a 5% gate pass threshold=0.05 (--threshold 0.05)"),
         (["{both}", "--confidence", "1.5"], "outside [0.5, 1)"),
         (["{old}", "--toolchains"], "needs two or more"),
         (["{old}", "{new}", "--toolchains"], "compares the toolchains of ONE run"),

@@ -478,7 +478,7 @@ def test_a_toolchain_without_a_finding_is_still_answered(tmp_path: Path, run_cli
         "(only the PTX and the source lines of some instructions differ): no change predicted."
     )
     moved = "triton==3.6.0 vs triton==3.3.1, M=N=4096,bf16: below what a finding reports (SASS "
-    neutral = "change predicted neutral (+0.0 % ["
+    neutral = "change predicted neutral (+0.0% ["
     md = report.read_text()
     assert "- No resource changes between the toolchains.\n- " + same in md
     assert moved in md and neutral in md.split(moved)[1].splitlines()[0]

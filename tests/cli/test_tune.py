@@ -115,7 +115,7 @@ def test_tune_model_option_ranks_with_that_file_and_the_report_names_it(
     assert not any(c["tied"] for c in kept) and doc["recommended"]["config"]["num_warps"] == 32
     estimates = [c["estimate"]["estimate_us"] for c in kept]
     assert estimates == sorted(estimates)
-    line = f"Model: {sharp} (predicted intervals +-0.0 %)"
+    line = f"Model: {sharp} (predicted intervals +-0.0%)"
     assert line in md.read_text().replace("\\", "") and line in res.output.replace("\n", "")
     shipped = run_cli([*argv, "-f", "json"])
     assert shipped.exit_code == exit_codes.OK and json.loads(shipped.stdout)["model"]["path"] is None

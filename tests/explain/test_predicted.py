@@ -17,7 +17,7 @@ def _neutral(ratio: float, low: float, high: float) -> Prediction:
 def test_a_neutral_point_inside_the_gate_reads_within_it() -> None:
     p = _neutral(1.002, 0.97, 1.035)
     assert p.lean is None and p.to_json()["lean"] is None
-    assert prediction_text([p]) == "change predicted neutral (+0.2 % [-3 %, +3 %]; within the +-5% gate)"
+    assert prediction_text([p]) == "change predicted neutral (+0.2% [-3%, +3%]; within the +-5% gate)"
 
 
 def test_the_gate_reads_as_the_user_gave_it() -> None:
@@ -63,11 +63,11 @@ def test_an_interval_near_the_gate_is_written_on_its_side_of_the_gate() -> None:
     wholly beyond the -5 % gate, next to "the interval reaches inside it". Within a point of the gate an end
     is written with one decimal, rounded outward; elsewhere as before."""
     welford = _neutral(0.923, 0.8935, 0.9534)
-    assert welford.interval_text() == "[-11 %, -4.6 %]"
-    assert "-8 % [-11 %, -4.6 %]" in prediction_text([welford])
-    assert interval_text(1.0497, 1.12) == "[+4.9 %, +12 %]"  # just inside the +5 % gate: still inside it
-    assert interval_text(0.9516, 1.01) == "[-4.9 %, +1 %]"  # just beyond 1/1.05 (-4.76 %), not rounded into it
-    assert interval_text(0.97, 1.035) == "[-3 %, +3 %]"  # far from the gate: as pct writes it
+    assert welford.interval_text() == "[-11%, -4.6%]"
+    assert "-8% [-11%, -4.6%]" in prediction_text([welford])
+    assert interval_text(1.0497, 1.12) == "[+4.9%, +12%]"  # just inside the +5% gate: still inside it
+    assert interval_text(0.9516, 1.01) == "[-4.9%, +1%]"  # just beyond 1/1.05 (-4.76%), not rounded into it
+    assert interval_text(0.97, 1.035) == "[-3%, +3%]"  # far from the gate: as pct writes it
 
 
 def test_a_sweep_bullet_names_the_input_its_prediction_is_of() -> None:
@@ -76,7 +76,7 @@ def test_a_sweep_bullet_names_the_input_its_prediction_is_of() -> None:
     spill = Prediction(5.61, 5.43, 5.79, "regression", False, 0.05)
     less = Prediction(5.56, 5.38, 5.74, "regression", False, 0.05)
     text = prediction_text([less, spill], ["N=4608", "N=8192"])
-    assert text.startswith("predicted +461 % [") and " at N=8192, the largest of 2 inputs" in text
+    assert text.startswith("predicted +461% [") and " at N=8192, the largest of 2 inputs" in text
     assert " at " not in prediction_text([spill, spill], ["N=4608", "N=8192"])  # all alike: no input to name
     assert " at " not in prediction_text([less, spill])  # no labels given
 
@@ -138,5 +138,5 @@ def test_the_instructions_contributor_counts_what_it_prices(toolchain) -> None: 
 
 def test_a_change_that_rounds_to_nothing_has_no_minus_sign() -> None:
     """A ratio of 0.9999 read "predicted -0.0 %" in triage's notes: a speedup of nothing, signed."""
-    assert prediction_text([_neutral(0.9999, 0.967, 1.033)]).startswith("change predicted neutral (+0.0 % [")
-    assert prediction_text([_neutral(0.996, 0.964, 1.029)]).startswith("change predicted neutral (-0.4 % [")
+    assert prediction_text([_neutral(0.9999, 0.967, 1.033)]).startswith("change predicted neutral (+0.0% [")
+    assert prediction_text([_neutral(0.996, 0.964, 1.029)]).startswith("change predicted neutral (-0.4% [")

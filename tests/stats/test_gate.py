@@ -29,13 +29,13 @@ def test_a_fraction_is_a_gate(threshold: float) -> None:
             -1.0,
             False,
             "threshold=-1 (--threshold -1) is not a gate",
-            "threshold=0.05 (--threshold 0.05) for a 5 % gate",
+            "threshold=0.05 (--threshold 0.05) for a 5% gate",
         ),
         (-0.05, False, "is not a gate", "positive"),
         (float("nan"), False, "is not a gate", "positive"),
-        (0.0005, True, "--threshold 0.05 is in percent: a 0.05 % gate", "pass --threshold 5"),
-        (1.5, True, "--threshold 150 would be a 150 % gate", "--threshold 10"),
-        (-0.05, True, "--threshold -5 is not a gate", "--threshold 5 for a 5 % gate"),
+        (0.0005, True, "--threshold 0.05 is in percent: a 0.05% gate", "pass --threshold 5"),
+        (1.5, True, "--threshold 150 would be a 150% gate", "--threshold 10"),
+        (-0.05, True, "--threshold -5 is not a gate", "--threshold 5 for a 5% gate"),
     ],
 )
 def test_a_gate_no_one_means_is_refused_with_the_likely_spelling(
@@ -55,7 +55,7 @@ def test_explain_may_gate_at_zero_and_triage_at_one_percent() -> None:
     ("threshold", "problem", "fix"),
     [
         (10.0, "threshold=10 is a fraction here: a 1000% gate", "pass threshold=0.1 (--threshold 10)"),
-        (-0.1, "threshold=-0.1 (--threshold -10) is not a gate", "threshold=0.1 (--threshold 10) for a 10 % gate"),
+        (-0.1, "threshold=-0.1 (--threshold -10) is not a gate", "threshold=0.1 (--threshold 10) for a 10% gate"),
     ],
 )
 def test_triages_library_gate_is_told_in_both_spellings(threshold: float, problem: str, fix: str) -> None:

@@ -70,8 +70,8 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
         ([*RUN, "--arch", "9.0"], "--arch does not apply to --run"),
         ([*RUN, "-o", "report.html"], "not HTML"),
         (["triage"], "triage needs OLD and NEW"),
-        ([*RUN, "--threshold", "0.05"], "--threshold 0.05 is in percent: a 0.05 % gate"),
-        ([*RUN, "--threshold", "150"], "--threshold 150 would be a 150 % gate"),
+        ([*RUN, "--threshold", "0.05"], "--threshold 0.05 is in percent: a 0.05% gate"),
+        ([*RUN, "--threshold", "150"], "--threshold 150 would be a 150% gate"),
     ],
 )
 def test_bad_input_is_refused_with_a_fix(run_cli, argv: list[str], problem: str, tmp_path: Path, monkeypatch) -> None:

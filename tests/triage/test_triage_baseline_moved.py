@@ -54,7 +54,7 @@ def test_the_moved_baseline_leads_every_form(report: kt.TriageReport) -> None:
     # the liger cells at (4096, 1024), 1536, 2048, 3072, 4096; at 1024, 2048 and 4096 they moved as the baseline did
     assert (moves.flagged, moves.flagged_here, moves.same_way, moves.leads) == (7, 5, 3, True)
     lead = moves.text[0].upper() + moves.text[1:]
-    assert lead.startswith("The baseline moved: torch_layer_norm") and "+50.7 % at (4096, 2048)" in lead
+    assert lead.startswith("The baseline moved: torch_layer_norm") and "+50.7% at (4096, 2048)" in lead
     assert "at 5 of 30 inputs" in lead and "the machine or the environment changed" in lead
     # right under the headline, before the setup line and compare's weak "could not be confirmed unchanged"
     markdown = report.to_markdown()

@@ -1,0 +1,55 @@
+"""One way to write a percentage in every human-readable output: ``+3.4%``, no space, as compare, triage's
+tables, history, the counters and every gate (``gate_percent``) write it.
+
+Why: explain's predictions, the model line, triage's notes and the gate errors wrote ``+3.4 %`` while the rest
+wrote ``+3.4%``, so one line could read "change predicted neutral (+0.2 % [-3 %, +3 %]; within the +-5% gate)"
+and a report header "Model: the shipped model (predicted intervals +-3.4 %)" above "gate +-5%". The real
+formatters of each output, on plain numbers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ktriage.api import check_percent_gate
+from ktriage.errors import KtriageError
+from ktriage.predict.model import Contributor, interval_text, pct, pct_bound
+from ktriage.predict.model_used import model_used
+from ktriage.report.markdown import fmt_pct
+from ktriage.report.triage_run import _pct as triage_run_pct
+from ktriage.stats.gate import check_gate, gate_percent
+
+SPACED = re.compile(r"\d %")
+
+
+def _refusal(call: object, *args: object, **kwargs: object) -> str:
+    with pytest.raises(KtriageError) as err:
+        call(*args, **kwargs)  # type: ignore[operator]
+    return str(err.value) + " " + str(err.value.fix or "")
+
+
+def test_every_formatter_writes_a_percentage_without_a_space() -> None:
+    shipped = model_used()
+    said = {
+        "pct": pct(1.38),
+        "pct small": pct(0.996),
+        "pct nothing": pct(0.9999),
+        "pct_bound": pct_bound(0.954, upper=False),
+        "interval": interval_text(0.893, 0.953),
+        "contributor": Contributor("spills", 0.3, "830 more LDL/STL in the main loop").text(),
+        "model width": shipped.width_text(),
+        "model line": shipped.line(coverage=True),
+        "compare change": fmt_pct(1.034),
+        "triage run": triage_run_pct(1.034),
+        "gate": gate_percent(0.025),
+        "gate refusal (fraction)": _refusal(check_gate, 5.0),
+        "gate refusal (percent)": _refusal(check_gate, 0.0005, percent=True),
+        "gate refusal (percent, too big)": _refusal(check_gate, 1.5, percent=True),
+        "triage gate refusal": _refusal(check_percent_gate, 0.05),
+    }
+    assert said["pct"] == "+38%" and said["pct small"] == "-0.4%" and said["pct nothing"] == "+0.0%"
+    assert said["interval"] == "[-11%, -4.7%]" and said["compare change"] == said["triage run"] == "+3.4%"
+    assert said["contributor"] == "+30%: 830 more LDL/STL in the main loop"
+    assert re.fullmatch(r"\+-\d+\.\d%", said["model width"]), said["model width"]
+    assert [k for k, v in said.items() if SPACED.search(v)] == [], said
