@@ -253,16 +253,20 @@ def fake_timing_job(variants: list[str], samples: int = 8, seed: int = 0) -> dic
     }
 
 
-def fake_unfit_job(unfit_nodes: Sequence[str]) -> str:
+def fake_unfit_job(unfit_nodes: Sequence[str], log: str | None = None) -> str:
     """A FAKE job that finds the Ray nodes ``unfit_nodes`` unfit for it (raises ``NodeUnfit`` there, as
     a compile job does on a node that cannot build its toolchain) and returns the id of the node it ran
     on anywhere else: the cluster tests check that such a job moves to a fit node, and fails naming
-    every node when none is."""
+    every node when none is. ``log``: a file that gets one line per run, the node's id (where the job
+    did its work, refused or not)."""
     import ray
 
     from ktriage.execute.base import NodeUnfit
 
     node = str(ray.get_runtime_context().get_node_id())
+    if log is not None:
+        with open(log, "a") as out:
+            out.write(node + "\n")
     if node in unfit_nodes:
         raise NodeUnfit("cannot build the toolchain triton==0.0 here (a FAKE reason)", "build it on that node")
     return node

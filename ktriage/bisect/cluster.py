@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from ktriage.bisect.candidate import Candidate, Observation, empty_cost
 from ktriage.bisect.decide import MeasureFn
@@ -39,6 +39,8 @@ from ktriage.errors import KtriageError, MeasureError, option
 from ktriage.execute.base import Executor, Job, JobResult, NodeUnfit, PinnedWorker, Placement
 from ktriage.home import home_subdir
 from ktriage.schema.jsontypes import JSONObject
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,27 @@ def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict
     return MetricPredicate(cfg.metric, measurer, node_workspace(cfg))._measure(candidate)
 
 
+def job_needs(cfg: NodeConfig, candidate: Candidate) -> str | None:
+    """What a candidate's job needs of its node (``Job.needs``): the toolchain installed there. A toolchain
+    candidate's own spec; for a commit, the toolchain spec as the user gave it (``-t``): its ``{checkout}``
+    wheel differs per commit, but a node that could not install one (no package index there for the
+    wheel's dependencies) cannot install the next, and each would be built there first."""
+    if candidate.meta.get("kind") in ("pypi", "ptxas"):
+        return str(candidate.meta["toolchain"])
+    return cfg.toolchain
+
+
+def _node_unfit(exc: ToolchainUnavailable) -> NodeUnfit:
+    """A candidate toolchain this node cannot install: the node is unfit for the job (the executor tries
+    another node), where on the user's own machine it is a skip."""
+    why = " ".join(line.strip() for line in exc.reason.splitlines() if line.strip())
+    return NodeUnfit(
+        f"{why[:300]} (on this node)",
+        "make the toolchain installable on that node (its package index, network, disk), or start the "
+        "cluster without it (docs/cluster.md)",
+    )
+
+
 class _NodeMeasurer(KernelMeasurer):
     """A node's measurer: a candidate toolchain this node cannot install makes the node unfit for the job
     (``NodeUnfit``: the executor tries another node) instead of a skip. One node without a package index
@@ -88,12 +111,19 @@ class _NodeMeasurer(KernelMeasurer):
         try:
             return super().measure(prepared)
         except ToolchainUnavailable as exc:
-            why = " ".join(line.strip() for line in exc.reason.splitlines() if line.strip())
-            raise NodeUnfit(
-                f"{why[:300]} (on this node)",
-                "make the toolchain installable on that node (its package index, network, disk), or start the "
-                "cluster without it (docs/cluster.md)",
-            ) from None
+            raise _node_unfit(exc) from None
+
+
+class _NodeCommandPredicate(CommandPredicate):
+    """A node's command predicate: a toolchain candidate this node cannot install (for ``KTRIAGE_PYTHON``)
+    makes the node unfit, as :class:`_NodeMeasurer` does, before the user's command runs. The candidate
+    was a skip wherever such a node drew it, and the bisect stopped when it drew an endpoint."""
+
+    def _python(self, toolchain: str) -> str:
+        try:
+            return super()._python(toolchain)
+        except ToolchainUnavailable as exc:
+            raise _node_unfit(exc) from None
 
 
 class CommandJobResult(TypedDict, total=False):
@@ -104,9 +134,10 @@ class CommandJobResult(TypedDict, total=False):
 
 
 def command_job(cfg: NodeConfig, candidate: Candidate) -> CommandJobResult:
-    """On a node: build one candidate and run the user's command in its checkout."""
+    """On a node: build one candidate and run the user's command in its checkout (``NodeUnfit`` where this
+    node cannot install a toolchain candidate: the executor moves the job)."""
     assert cfg.command is not None
-    pred = CommandPredicate(
+    pred = _NodeCommandPredicate(
         cfg.command, node_workspace(cfg), timeout_s=cfg.timeout_s, cwd=Path(cfg.cwd) if cfg.cwd else None
     )
     try:
@@ -115,9 +146,24 @@ def command_job(cfg: NodeConfig, candidate: Candidate) -> CommandJobResult:
         return {"abort": [exc.problem, exc.fix]}
 
 
+def _job(fn: Callable[[NodeConfig, Candidate], R], cfg: NodeConfig, candidate: Candidate) -> Job[R]:
+    """One candidate's build job (its key: the candidate, so a round never sends one twice)."""
+    label = f"bisect {candidate.label}"[:60]
+    return Job("build", fn, (cfg, candidate), key=candidate.id, label=label, needs=job_needs(cfg, candidate))
+
+
+SKIP_REASON_CHARS = 1000
+"""How much of a cluster failure a skip's reason keeps; the whole text goes to its ``log``. At 400 the
+reason of a job no node could install stopped mid-path, before the node's reason ended and its fix."""
+
+
 def _lost(candidate: Candidate, result: JobResult[Any]) -> Observation:
-    """A job the cluster could not finish (its node died more often than the retries allow): skip it."""
-    return Observation(candidate, "skip", f"not tested: {result.error}"[:400], {}, empty_cost(), None)
+    """A job the cluster could not finish (its node died more often than the retries allow, or no node
+    could install its toolchain): skip it."""
+    reason = f"not tested: {result.error}"
+    cut: JSONObject = {"log": result.error} if len(reason) > SKIP_REASON_CHARS else {}
+    shown = reason if not cut else reason[: SKIP_REASON_CHARS - 1] + "…"
+    return Observation(candidate, "skip", shown, cut, empty_cost(), None)
 
 
 class ClusterMetricPredicate(MetricPredicate):
@@ -132,7 +178,7 @@ class ClusterMetricPredicate(MetricPredicate):
         self.executor = executor
 
     def _measure_many(self, candidates: list[Candidate]) -> list[tuple[Observation, dict[str, float] | None]]:
-        jobs = [Job("build", metric_job, (self.cfg, c), key=c.id, label=f"bisect {c.label}"[:60]) for c in candidates]
+        jobs = [_job(metric_job, self.cfg, c) for c in candidates]
         out: list[tuple[Observation, dict[str, float] | None]] = []
         for cand, result in zip(candidates, self.executor.run(jobs)):
             if result.ok and result.value is not None:
@@ -159,7 +205,7 @@ class ClusterCommandPredicate(CommandPredicate):
         self.executor = executor
 
     def _run_many(self, candidates: list[Candidate]) -> list[Observation]:
-        jobs = [Job("build", command_job, (self.cfg, c), key=c.id, label=f"bisect {c.label}"[:60]) for c in candidates]
+        jobs = [_job(command_job, self.cfg, c) for c in candidates]
         out: list[Observation] = []
         for cand, result in zip(candidates, self.executor.run(jobs)):
             value = result.value if result.ok else None
@@ -168,7 +214,7 @@ class ClusterCommandPredicate(CommandPredicate):
                 raise BisectAbort(str(problem), str(fix))
             if value is not None:
                 out.append(value["observation"])
-            elif result.lost:
+            elif result.lost or result.unfit:  # no node could install its toolchain: a skip, as locally
                 out.append(_lost(cand, result))
             else:
                 raise KtriageError(

@@ -662,12 +662,7 @@ class CommandPredicate:
             prepared = self.workspace.prepare(candidate)
             env = dict(prepared.env)
             if prepared.toolchain and prepared.candidate.meta.get("kind") in ("pypi", "ptxas"):
-                from ktriage.toolchain.manager import ensure_toolchain
-
-                try:
-                    env["KTRIAGE_PYTHON"] = str(ensure_toolchain(prepared.toolchain).python)
-                except KtriageError as exc:
-                    raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
+                env["KTRIAGE_PYTHON"] = self._python(prepared.toolchain)
         except CandidateFailed as exc:
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, empty_cost(), None)
         result = run_shell(self.command, cwd=prepared.checkout or self.cwd, env=env, timeout_s=self.timeout_s)
@@ -689,6 +684,16 @@ class CommandPredicate:
             )
         reason = {"good": "exit 0", "skip": "exit 125 (skip)", "bad": f"exit {result.returncode}"}[outcome]
         return Observation(candidate, outcome, reason, meas, empty_cost(), 1.0 if outcome != "skip" else None)
+
+    def _python(self, toolchain: str) -> str:
+        """The interpreter of a toolchain candidate (installed here first: minutes for a release not built
+        yet); ``ToolchainUnavailable`` (a skip here; on a cluster node, the node is unfit) when it cannot be."""
+        from ktriage.toolchain.manager import ensure_toolchain
+
+        try:
+            return str(ensure_toolchain(toolchain).python)
+        except KtriageError as exc:
+            raise ToolchainUnavailable(f"toolchain {toolchain} is not available: {exc.problem}") from None
 
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
         g, b = self._run_many([good, bad])

@@ -153,8 +153,9 @@ def compile_many_remote(
                 finish(i, compiler.compile(*pairs[i]))  # a cache hit here: nothing to send
             continue
         spec, tc = pairs[idx[0]]
-        args = (spec, frontend_toolchain(tc), shared)
-        jobs.append(Job("compile", frontend_job, args, key=key, label=f"compile {spec.name}"))
+        needs = frontend_toolchain(tc)  # a node that cannot build it is sent no more of its cells
+        args = (spec, needs, shared)
+        jobs.append(Job("compile", frontend_job, args, key=key, label=f"compile {spec.name}", needs=needs))
 
     def landed(j: int, result: JobResult[Any]) -> None:
         key = jobs[j].key

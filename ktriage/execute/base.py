@@ -48,6 +48,11 @@ class Job(Generic[R]):
     args: tuple[Any, ...] = ()
     key: str | None = None
     label: str = ""
+    needs: str | None = None
+    """What the job needs of its node, as the user wrote it (a toolchain spec, e.g. the ``-t`` of a bisect
+    whose candidates build wheels). A node found unfit for one job with these needs (``NodeUnfit``), while
+    another node then ran that job, gets no other job with them while the executor lives (one run): it
+    would pay the same failed install again, after building each candidate first."""
 
 
 @dataclass
@@ -74,7 +79,8 @@ class NodeUnfit(KtriageError):
     """A job raises this when the node it landed on cannot do it but another node might: the node
     could not build the job's toolchain (no package index or network there, a full disk). A cluster
     executor runs the job again on a node not yet found unfit for it, and fails it, naming every
-    node's reason, only when no such node is left. Why not Ray's own retries: they retry only lost
+    node's reason, only when no such node is left; the node is remembered as unfit for the job's
+    ``Job.needs`` for the rest of the run. Why not Ray's own retries: they retry only lost
     nodes and workers, and could pick the same node again; a cell the rest of the cluster could
     compile was reported failed, under the node's "triton==3.4.0 is not on the package index"."""
 

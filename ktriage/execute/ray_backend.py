@@ -9,7 +9,10 @@ object store. A node that dies mid-job: Ray runs the job again elsewhere (``max_
 failures only: a job that raises is not retried, it failed). Jobs with the same ``key`` run once.
 A job that finds its node unfit (``NodeUnfit``: the node cannot build its toolchain) is sent
 again to a node not yet found unfit for it (Ray's node-id label), and fails with every node's reason
-when none is left.
+when none is left. A node that refused a job another node then ran is remembered for the job's
+``needs`` (its toolchain spec) as long as the executor lives: later jobs with those needs are not sent
+there (a bisect candidate built there first, then failed the same install, round after round), and a
+warning says once which node refused what and why.
 
 A :class:`RayPinnedWorker` is a Ray actor holding one GPU (or ``gpu_slot``) for its life: the calls
 of one measurement that spans several jobs (a time bisect's sampling rounds) all run in its one
@@ -22,6 +25,7 @@ Ray is imported here only, and only when a cluster is asked for: ``pip install '
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +46,7 @@ NODE_ID_LABEL = "ray.io/node-id"
 """The label Ray gives every node (its id): a job sent again after :class:`NodeUnfit` selects ``!in(...)``."""
 _REMOTE: Any = None
 _PINNED: Any = None
+log = logging.getLogger("ktriage.execute")
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,18 @@ class _Task:
     def avoid(self) -> tuple[str, ...]:
         return tuple(p.node_id for p, _ in self.unfit)
 
+    def add(self, refusals: Sequence[tuple[Placement, _Unfit]]) -> None:
+        """Nodes found unfit elsewhere (by an earlier job with the same needs) join this task's."""
+        known = set(self.avoid())
+        self.unfit += [(p, u) for p, u in refusals if p.node_id not in known]
+
     def error(self) -> str:
-        """The failure once no node is left: every node's reason, and the first fix."""
-        reasons = "; ".join(f"node {p.node_id[:12]} on {p.hostname}: {u.problem}" for p, u in self.unfit)
+        """The failure once no node is left: every node's reason (said once for the nodes that gave the same
+        one: on a cluster of like nodes the line named one wheel path per node), and the first fix."""
+        nodes: dict[str, list[str]] = {}
+        for p, u in self.unfit:
+            nodes.setdefault(u.problem, []).append(f"node {p.node_id[:12]} on {p.hostname}")
+        reasons = "; ".join(f"{', '.join(names)}: {problem}" for problem, names in nodes.items())
         fix = next((u.fix for _, u in self.unfit if u.fix), None)
         said = f"no node of the cluster can run it ({reasons})"
         return f"{said} (fix: {fix})" if fix else said
@@ -253,6 +267,9 @@ class RayExecutor:
                 "start one with `ray start --head` (docs/cluster.md), or check --cluster / KTRIAGE_CLUSTER",
             ) from None
         self._ray = ray
+        self._refused: dict[str, dict[str, tuple[Placement, _Unfit]]] = {}
+        """``Job.needs`` -> node id -> where and why that node refused a job with those needs, which another
+        node then ran: the node gets no more jobs with them (for this executor's life, one run)."""
 
     @property
     def label(self) -> str:
@@ -328,37 +345,79 @@ class RayExecutor:
         ray = self._ray
         firsts: dict[str, _Task] = {}  # key -> the task that serves every job with that key
         tasks: dict[Any, _Task] = {}
+        nowhere: list[_Task] = []  # every node left is one remembered unfit for the job's needs
+        fit_left: dict[tuple[JobKind, tuple[str, ...]], bool] = {}  # one look at the nodes per needs, not per job
         for i, job in enumerate(jobs):
             if job.key is not None and job.key in firsts:
                 firsts[job.key].indices.append(i)
                 continue
-            task = tasks[self._submit(job)] = _Task(i, [i])
+            task = _Task(i, [i])
+            task.add(self._remembered(job))
+            if task.unfit and (job.kind, task.avoid()) not in fit_left:
+                fit_left[job.kind, task.avoid()] = self._fit_nodes_left(job.kind, task.avoid())
+            if task.unfit and not fit_left[job.kind, task.avoid()]:
+                nowhere.append(task)
+            else:
+                tasks[self._submit(job, task.avoid())] = task
             if job.key is not None:
                 firsts[job.key] = task
         results: list[JobResult[R] | None] = [None] * len(jobs)
+
+        def finish(task: _Task, outcome: JobResult[Any]) -> None:
+            for i in task.indices:
+                result = results[i] = JobResult(
+                    jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement
+                )
+                result.unfit = outcome.unfit
+                if on_done is not None:
+                    on_done(i, result)
+
+        for task in nowhere:
+            finish(task, JobResult(jobs[task.first], False, error=task.error(), unfit=True))
         pending = list(tasks)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
                 task = tasks.pop(ref)
                 outcome = self._collect(ref)
+                job = jobs[task.first]
                 if isinstance(outcome.value, _Unfit) and outcome.placement is not None:
                     task.unfit.append((outcome.placement, outcome.value))
-                    job = jobs[task.first]
+                    task.add(self._remembered(job))  # found by this round's other jobs meanwhile
                     if self._fit_nodes_left(job.kind, task.avoid()):
                         again = self._submit(job, task.avoid())
                         tasks[again] = task
                         pending.append(again)
                         continue
                     outcome = JobResult(job, False, error=task.error(), placement=outcome.placement, unfit=True)
-                for i in task.indices:
-                    result = results[i] = JobResult(
-                        jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement
-                    )
-                    result.unfit = outcome.unfit
-                    if on_done is not None:
-                        on_done(i, result)
+                elif outcome.ok and task.unfit and job.needs is not None:
+                    self._remember(job.needs, task.unfit)
+                finish(task, outcome)
         return [r for r in results if r is not None]
+
+    def _remembered(self, job: Job[Any]) -> list[tuple[Placement, _Unfit]]:
+        """The nodes remembered unfit for ``job.needs``, each with the refusal it gave an earlier job."""
+        if job.needs is None:
+            return []
+        return [
+            (p, _Unfit(f"refused an earlier job of this run: {u.problem}", u.fix))
+            for p, u in self._refused.get(job.needs, {}).values()
+        ]
+
+    def _remember(self, needs: str, refusals: Sequence[tuple[Placement, _Unfit]]) -> None:
+        """Remember the nodes that refused a job with ``needs`` that another node then ran (so the refusal
+        was the node's, not the job's: a job every node refuses, e.g. a candidate's broken wheel, leaves
+        none remembered), and say once per node what it refused and why."""
+        known = self._refused.setdefault(needs, {})
+        for placement, unfit in refusals:
+            if placement.node_id in known:
+                continue
+            known[placement.node_id] = (placement, unfit)
+            log.warning(
+                f"node {placement.node_id[:12]} on {placement.hostname} refused a job needing {needs}: "
+                f"{unfit.problem}; another node ran it, and this run sends that node no more jobs needing "
+                f"{needs}" + (f" (fix: {unfit.fix})" if unfit.fix else "")
+            )
 
     def _collect(self, ref: Any) -> JobResult[Any]:
         ray = self._ray

@@ -242,3 +242,43 @@ def test_a_node_that_cannot_install_a_candidates_toolchain_moves_the_job_and_ski
         ((obs, values),) = predicate._measure_many([cand])
     assert obs.outcome == "skip" and values is None
     assert obs.reason.startswith("not tested: no node of the cluster can run it (node 0123456789ab")
+
+
+def test_a_command_job_whose_node_cannot_install_the_toolchain_moves_and_skips_only_where_none_can(
+    ray_cluster, toolchain, tmp_path: Path
+) -> None:
+    """``bisect --command`` on the cluster: a toolchain candidate the node could not install (for
+    ``KTRIAGE_PYTHON``) was a skip on whichever node drew it, never tried elsewhere, unlike a metric job;
+    an endpoint drawn there stopped the bisect. Now the node is unfit for the job, which moves; where no
+    node can install it (real: a wheel that is not there), the skip names every node. A candidate every
+    node can install runs the user's command there, with its interpreter. Locally it stays a skip."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.cluster import ClusterCommandPredicate, NodeConfig
+    from ktriage.bisect.predicates import CommandPredicate
+    from ktriage.bisect.workspace import Workspace
+    from ktriage.execute.ray_backend import RayExecutor
+
+    toolchain(TOOLCHAIN)
+    missing = f"triton={tmp_path}/dist/triton-3.4.0-cp311-cp311-linux_x86_64.whl"
+    fine, broken = (
+        Candidate(i, f"c{i}", f"c{i}", {"kind": "pypi", "toolchain": t}) for i, t in ((0, TOOLCHAIN), (1, missing))
+    )
+    command = 'echo "python=$KTRIAGE_PYTHON"'
+    cfg = NodeConfig(key="command-unfit", command=command, cwd=str(tmp_path))
+    workspace = Workspace(work_dir=tmp_path / "w")
+    with RayExecutor(ray_cluster.address) as ex:
+        nodes = [n["node_id"] for n in ex.nodes() if n["resources"].get("CPU", 0) >= 1]
+        ran, skipped = ClusterCommandPredicate(cfg, workspace, ex, workers=2).test([fine, broken])
+    assert ran.outcome == "good" and ran.reason == "exit 0", (ran.outcome, ran.reason)
+    assert "python=/" in str(ran.measurements["output"])
+    assert skipped.outcome == "skip" and skipped.reason.startswith("not tested: no node of the cluster can run it ("), (
+        skipped.reason
+    )
+    assert all(f"node {n[:12]} on " in skipped.reason for n in nodes), skipped.reason
+    assert f"toolchain {missing} is not available: " in skipped.reason and "(on this node)" in skipped.reason
+    assert skipped.reason.count(f"toolchain {missing}") == 1  # one reason for the like nodes, then the fix
+    assert skipped.reason.endswith(
+        "(fix: make the toolchain installable on that node (its package index, network, disk), or start the cluster without it (docs/cluster.md))"
+    ), skipped.reason
+    (local,) = CommandPredicate(command, workspace, cwd=tmp_path).test([broken])  # this machine: a skip, as before
+    assert local.outcome == "skip" and local.reason.startswith(f"toolchain {missing} is not available: ")

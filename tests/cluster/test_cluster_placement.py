@@ -84,6 +84,75 @@ def test_a_job_whose_node_is_unfit_runs_on_another_and_fails_only_where_no_node_
     assert "a FAKE reason" in failed.error and "(fix: build it on that node)" in failed.error
 
 
+def test_a_node_that_refused_a_jobs_needs_gets_no_more_of_them_and_is_named_once(
+    ray_cluster, tmp_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A node that cannot install a bisect's toolchain wheel refused a candidate only after building it,
+    and the refusal was not remembered: every later candidate it drew was built there and refused again.
+    Now a node that refused a job another node then ran is sent no more jobs with the same needs for
+    the executor's life, and a warning says once which node refused what and why. A job that EVERY node
+    refuses (a candidate's own broken wheel) makes no node remembered. (FAKE job, real Ray: each run of
+    the job writes its node to a log, so "not sent there" is what the nodes did, not what the driver says.)"""
+    import logging
+
+    from ktriage.testing import fake_unfit_job
+
+    caplog.set_level(logging.WARNING, logger="ktriage.execute")
+    needs = "triton={checkout}/dist/*.whl"
+    with RayExecutor(ray_cluster.address) as ex:
+        cpu_nodes = sorted(n["node_id"] for n in ex.nodes() if n["resources"].get("CPU", 0) >= 1)
+        fit = ray_cluster.node_ids()["cpu"]  # a worker: Ray starts a driver's tasks on the head first
+        others = tuple(n for n in cpu_nodes if n != fit)
+        first, second = tmp_path / "round1.log", tmp_path / "round2.log"
+        # round 1: one job per CPU of the cluster, at once: all but one start on a node that refuses them
+        round1 = ex.run([Job("build", fake_unfit_job, (others, str(first)), needs=needs) for _ in cpu_nodes])
+        refused = set(first.read_text().split()) - {fit}
+        # round 2: a job that every node refuses; the ones refused in round 1 are not even tried
+        (round2,) = ex.run([Job("build", fake_unfit_job, (tuple(cpu_nodes), str(second)), needs=needs)])
+        # round 3: a job only the last node tried in round 2 can run: round 2 left nothing new remembered
+        tried = second.read_text().split()
+        last = tried[-1]
+        (round3,) = ex.run([Job("build", fake_unfit_job, (tuple(n for n in cpu_nodes if n != last),), needs=needs)])
+        # other needs: only the nodes remembered for ``needs`` can run it, and do
+        only_refused = tuple(n for n in cpu_nodes if n not in refused)
+        (other_needs,) = ex.run([Job("build", fake_unfit_job, (only_refused,), needs="triton==3.4.0")])
+    assert all(r.ok and r.value == fit for r in round1), [(r.value, r.error) for r in round1]
+    assert refused, "no round-1 job started on a node that refuses it"
+    assert refused.isdisjoint(tried) and fit in tried  # not sent again where refused, tried where not
+    assert not round2.ok and round2.unfit and round2.error.startswith("no node of the cluster can run it (")
+    for node in refused:  # the skip still names every node, the remembered ones with their earlier refusal
+        assert f"node {node[:12]} on " in round2.error
+    assert round2.error.count("refused an earlier job of this run: ") == 1, round2.error  # said once for them all
+    assert round3.ok and round3.value == last, round3.error
+    assert other_needs.ok and other_needs.value in refused, other_needs.error
+    warnings = [r.getMessage() for r in caplog.records if r.name == "ktriage.execute" and needs in r.getMessage()]
+    assert len(warnings) == len(refused), warnings  # once per node, though later jobs met it again
+    for node in refused:
+        (said,) = [w for w in warnings if w.startswith(f"node {node[:12]} on ")]
+        assert f"refused a job needing {needs}: cannot build the toolchain triton==0.0 here (a FAKE reason)" in said
+        assert said.endswith(f"sends that node no more jobs needing {needs} (fix: build it on that node)"), said
+
+
+def test_a_job_whose_every_node_is_remembered_unfit_fails_at_once_sent_nowhere(ray_cluster, tmp_path) -> None:
+    """Where every node left was remembered unfit for a job's needs (seeded here through the executor's own
+    ``_remember``), the job fails at once naming them, the same reason said once: sent with a selector no
+    node matches, it would wait for one forever."""
+    from ktriage.execute.base import Placement
+    from ktriage.execute.ray_backend import _Unfit
+    from ktriage.testing import fake_unfit_job
+
+    log = tmp_path / "ran.log"
+    with RayExecutor(ray_cluster.address) as ex:
+        cpu_nodes = [n["node_id"] for n in ex.nodes() if n["resources"].get("CPU", 0) >= 1]
+        ex._remember("triton==9.9", [(Placement(n, "h", 0), _Unfit("a FAKE refusal", None)) for n in cpu_nodes])
+        (nowhere,) = ex.run([Job("build", fake_unfit_job, ((), str(log)), needs="triton==9.9")])
+        (elsewhere,) = ex.run([Job("build", fake_unfit_job, ((), str(log)), needs="triton==3.4.0")])
+    assert not nowhere.ok and nowhere.unfit and elsewhere.ok
+    assert log.read_text().split() == [elsewhere.value]  # the first job ran nowhere
+    assert all(f"node {n[:12]} on h" in nowhere.error for n in cpu_nodes)
+    assert nowhere.error.count("refused an earlier job of this run: a FAKE refusal") == 1, nowhere.error
+
+
 def test_a_port_of_the_cluster_that_is_no_gcs_is_refused_at_once_in_one_line(ray_cluster, toolchain, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """`--cluster HOST:PORT` with a worker node's port (its raylet answers gRPC, so the TCP and HTTP/2 probe
     passed): ray.init retried it for 20 s, printed Ray's C++ warnings and said "start one with `ray start
