@@ -73,6 +73,14 @@ def encode(value: Any) -> Any:
     real torch tensors when a real program is recorded on a GPU host)."""
     if isinstance(value, fakedriver.FakeTensor):
         return {"tensor": value.triton_dtype, "aligned": value.data_ptr() % 16 == 0}
+    if type(value).__name__ == "TensorDescriptor" and isinstance(getattr(value, "base", None), fakedriver.FakeTensor):
+        # a spec's descriptor (launch_spec._descriptor), as the spec wrote it
+        return {
+            "descriptor": value.base.triton_dtype,
+            "shape": [int(d) for d in value.shape],
+            "strides": [int(d) for d in value.strides],
+            "block_shape": [int(d) for d in value.block_shape],
+        }
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         name = str(value.dtype).split(".")[-1]
         return {

@@ -14,7 +14,8 @@ compile does (worker.build_source) and refuses if it is not the JIT's.
 
 Request: {"resolve": {"source": str, "args": [[name, encoded]], "options": {...}, "grid": [int],
           "autotune_config": int | null}, "sys_path": [str], "target": "sm_90"}
-Encoded values: as jitrun.py, tensors also with "strides".
+Encoded values: as jitrun.py, tensors also with "strides"; a host-side tensor descriptor as
+{"descriptor": dtype, "shape", "strides", "block_shape"} (Triton 3.4+; refused before).
 Reply: {"ok": true, "fields": {"signature", "constexprs", "divisible_by_16", "equal_to_1", "num_warps",
         "num_stages", "num_ctas", "maxnreg"}, "jit_args": [[name, encoded]] (the launch after the
         decorators), "heuristics": [str], "autotune_configs": [...] | null, "ast_source": {...},
@@ -104,7 +105,9 @@ class _Capture:
         cls.installed = True
 
 
-def _decode(value: Any) -> Any:
+def _decode(value: Any, name: str = "") -> Any:
+    if isinstance(value, dict) and "descriptor" in value:
+        return _descriptor(value, name)
     if isinstance(value, dict) and "tensor" in value:
         strides = value.get("strides")
         return fakedriver.FakeTensor(
@@ -114,6 +117,25 @@ def _decode(value: Any) -> Any:
             strides=tuple(strides) if strides else None,
         )
     return jitrun.decode(value)
+
+
+def _descriptor(value: dict[str, Any], name: str) -> Any:
+    """The host-side ``TensorDescriptor`` the launch passes, over a stand-in tensor of its shape and strides:
+    the JIT types it from the descriptor itself (``tensordesc<fp16[64, 64]>``), as for a real one. A Triton
+    without ``triton.tools.tensor_descriptor`` (before 3.4) has no such argument: refused, naming both."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        import triton
+
+        raise _worker.WorkerError(
+            "spec",
+            f"argument {name} is a host-side TensorDescriptor, which Triton {triton.__version__} does not have "
+            "(it came in 3.4)\nfix: compare this kernel across Triton 3.4 and later (e.g. -t triton==3.4.0)",
+        ) from None
+    shape, strides = list(value["shape"]), list(value["strides"])
+    base = fakedriver.FakeTensor(value["descriptor"], shape=tuple(shape), strides=tuple(strides))
+    return TensorDescriptor(base, shape, strides, list(value["block_shape"]))
 
 
 def _plain(value: Any) -> Any:
@@ -234,7 +256,7 @@ def resolve(request: ResolveMessage) -> dict[str, object]:
         _Capture.install()
         launchable = worker.load_launchable(source, list(request.get("sys_path") or []))
         fn = worker.jit_function_of(launchable, source)
-        kwargs = {str(name): _decode(value) for name, value in launch.get("args") or []}
+        kwargs = {str(name): _decode(value, str(name)) for name, value in launch.get("args") or []}
         bench.pick = int(launch.get("autotune_config") or 0)
         bench.reset()
         _forget_tuned(launchable)

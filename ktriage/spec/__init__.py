@@ -3,6 +3,7 @@
 from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
 from ktriage.spec.specialize import (
     Constexpr,
+    Descriptor,
     Ptr,
     Specialization,
     specialize_args,
@@ -12,6 +13,7 @@ from ktriage.spec.specialize import (
 __all__ = [
     "KNOWN_TARGETS",
     "Constexpr",
+    "Descriptor",
     "KernelSpec",
     "Ptr",
     "Specialization",

@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.specialize import Constexpr, Ptr, specialize_args
+from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, specialize_args
 
 # Triton's defaults when a launch passes no num_warps / num_stages (CUDAOptions, 3.2 through 3.9).
 TRITON_DEFAULT_WARPS = 4
@@ -84,6 +84,13 @@ def encode_value(value: Any) -> Any:
     """A launch value as JSON (see insitu/jitrun.py for the encoding)."""
     if isinstance(value, Ptr):
         return {"tensor": value.dtype, "aligned": value.aligned}
+    if isinstance(value, Descriptor):
+        return {
+            "descriptor": value.dtype,
+            "shape": list(value.shape),
+            "strides": list(value.strides),
+            "block_shape": list(value.block_shape),
+        }
     if isinstance(value, Constexpr):
         return encode_value(value.value)
     if isinstance(value, str) and value.startswith("tl."):
@@ -91,7 +98,8 @@ def encode_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise SpecError(
-        f"cannot describe launch value {value!r}", "use Ptr, numbers, bools, None, Constexpr or 'tl.<dtype>'"
+        f"cannot describe launch value {value!r}",
+        "use Ptr, Descriptor, numbers, bools, None, Constexpr or 'tl.<dtype>'",
     )
 
 

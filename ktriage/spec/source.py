@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import SpecError
+from ktriage.spec.imports import imported_name, module_file, package_root
 from ktriage.wording import plural
 
 _INT_ANNOTATIONS = {
@@ -115,10 +116,7 @@ def local_module_files(path: Path, limit: int = 256) -> list[Path]:
     @triton.jit helper there is compiled into the kernel: its text is part of the spec's key
     (``KernelSpec.key``), or an edited helper would be served the artifact of the old one."""
     start = path.resolve()
-    directory, parts = start.parent, [start.stem]
-    while (directory / "__init__.py").is_file():
-        parts.insert(0, directory.name)
-        directory = directory.parent
+    directory, parts = package_root(start)
     top = parts[0] if len(parts) > 1 else None
     if top is None and directory.name.endswith("-packages"):
         return []  # an installed flat module: what it imports is installed too
@@ -131,7 +129,7 @@ def local_module_files(path: Path, limit: int = 256) -> list[Path]:
         for name in _imported_modules(*_stat(todo.pop()), directory):
             if top is not None and name[0] != top:
                 continue
-            file = _module_file(directory, name)
+            file = module_file(directory, name)
             if file is not None and file not in seen:
                 seen.add(file)
                 found.append(file)
@@ -175,14 +173,6 @@ def _names(tree: ast.Module, package: list[str]) -> Iterator[tuple[str, ...]]:
             if module:
                 yield module
             yield from ((*module, alias.name) for alias in node.names if alias.name != "*")
-
-
-def _module_file(root: Path, name: tuple[str, ...]) -> Path | None:
-    base = root.joinpath(*name)
-    for file in (base.with_name(base.name + ".py"), base / "__init__.py"):
-        if file.is_file():
-            return file.resolve()
-    return None
 
 
 def _jit_options(fn: ast.FunctionDef) -> dict[str, list[Any]]:
@@ -238,19 +228,71 @@ def jit_functions(path: Path) -> list[str]:
 _MAX_ALIASES = 8
 
 
-def kernel_def(tree: ast.Module, function: str, where: str) -> ast.FunctionDef:
+def kernel_def(tree: ast.Module, function: str, where: str, path: Path | None = None) -> ast.FunctionDef:
     """The ``def`` whose parameters are the kernel ``function``'s, the way the compile worker finds the
     kernel (an attribute of the imported module, ``insitu/worker._attribute``): a top-level def; a def
     in a class body (``Norm.fwd``); or a module-level name bound to a kernel made at import time,
     ``scale2 = make_scale_kernel(2.0)`` (the def the factory returns, which the worker gets with its
     closed-over values), ``k = triton.jit(_k)`` or ``k = other_kernel``. ``where`` names the file in errors.
+    With the file's ``path``, names imported from the user's own modules are followed too (``from .common
+    import make_kernel``, ``common.make_kernel(...)``, a kernel imported from another module:
+    ``spec/imports.py``); without it (a text alone), such a name is one the source does not explain.
 
     Why here: the spec is checked against these parameters before any worker starts, and a kernel
     that only a running function can make (a def in a function body that reads the function's
     values) cannot be compiled from a spec at all; that is said here, with what to point at instead."""
     if "." in function:
         return _qualified_def(tree, function, where)
-    return _bound_def(tree, function, where, depth=0)
+    return _bound_def(_Module(tree, where, path), function, depth=0)
+
+
+@dataclass(frozen=True)
+class _Module:
+    """A module's parsed text, the name its errors give it, and its file (None: imports are not followed)."""
+
+    tree: ast.Module
+    where: str
+    path: Path | None = None
+
+
+_Found = tuple[_Module, str, "ast.stmt | None"]
+"""A name's binding statement (None: unbound) in the module that holds it, imports followed."""
+
+
+def _module_at(file: Path) -> _Module:
+    return _Module(_parse(file), str(file), file)
+
+
+def _resolved(mod: _Module, name: str, depth: int, before: int | None = None) -> _Module | _Found:
+    """``name``'s binding in ``mod`` (the last one before line ``before``), an import followed into the
+    project's module it names (``spec/imports.py``, which refuses a module it cannot find): a module when
+    the name is one (``from . import common``), else the binding in the module that holds it."""
+    stmt = _bindings(mod.tree, before).get(name)
+    if not isinstance(stmt, (ast.Import, ast.ImportFrom)) or mod.path is None or depth > _MAX_ALIASES:
+        return mod, name, stmt
+    target = imported_name(mod.path, stmt, name)
+    other = _module_at(target.file)
+    return other if target.attribute is None else _member(other, target.attribute, depth + 1)
+
+
+def _member(mod: _Module, name: str, depth: int) -> _Module | _Found:
+    """``mod.name``: a name the module binds, else its submodule (a package's ``__init__.py``)."""
+    if name in _bindings(mod.tree) or mod.path is None or mod.path.name != "__init__.py":
+        return _resolved(mod, name, depth)
+    sub = module_file(mod.path.parent, [name])
+    return _module_at(sub) if sub is not None else (mod, name, None)
+
+
+def _expr_target(mod: _Module, expr: ast.expr, depth: int, line: int) -> _Module | _Found | None:
+    """What a name or a dotted name (``common.make_kernel``, ``pkg.common.make_kernel``) is, in ``mod``
+    at line ``line``; None for any other expression."""
+    if isinstance(expr, ast.Name):
+        return _resolved(mod, expr.id, depth + 1, line)
+    if isinstance(expr, ast.Attribute) and depth <= _MAX_ALIASES:
+        base = _expr_target(mod, expr.value, depth + 1, line)
+        if isinstance(base, _Module):
+            return _member(base, expr.attr, depth + 1)
+    return None
 
 
 def _qualified_def(tree: ast.Module, function: str, where: str) -> ast.FunctionDef:
@@ -308,15 +350,19 @@ def _closed_over(fn: ast.FunctionDef, outer: list[ast.FunctionDef | ast.AsyncFun
 
 
 def _bindings(tree: ast.Module, before: int | None = None) -> dict[str, ast.stmt]:
-    """Each module-level name's last binding statement among the top-level defs and plain assignments
-    (``name = ...``, ``name: T = ...``): the one the imported module holds (``before``: the one a
-    statement at that line sees, as in ``k = triton.jit(k)``)."""
+    """Each module-level name's last binding statement among the top-level defs, imports and plain
+    assignments (``name = ...``, ``name: T = ...``): the one the imported module holds (``before``: the
+    one a statement at that line sees, as in ``k = triton.jit(k)``)."""
     out: dict[str, ast.stmt] = {}
     for stmt in tree.body:
         if before is not None and stmt.lineno >= before:
             break
         if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
             out[stmt.name] = stmt
+        elif isinstance(stmt, ast.Import):
+            out.update({alias.asname or alias.name.split(".")[0]: stmt for alias in stmt.names})
+        elif isinstance(stmt, ast.ImportFrom):
+            out.update({alias.asname or alias.name: stmt for alias in stmt.names if alias.name != "*"})
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
@@ -337,9 +383,17 @@ def _is_jit(call: ast.expr) -> bool:
     return ast.unparse(target).split(".")[-1] == "jit"
 
 
-def _bound_def(tree: ast.Module, name: str, where: str, depth: int, before: int | None = None) -> ast.FunctionDef:
+def _bound_def(mod: _Module, name: str, depth: int, before: int | None = None) -> ast.FunctionDef:
     """The def behind the module-level name ``name`` (see :func:`kernel_def`)."""
-    stmt = _bindings(tree, before).get(name)
+    found = _resolved(mod, name, depth, before)
+    if isinstance(found, _Module):
+        inside = kernel_names(found.tree)  # its own kernels (imports not followed: two modules may import each other)
+        raise SpecError(
+            f"{mod.where}: {name} is the module {found.where}, not a function",
+            f"name a kernel in it: {', '.join(inside)}" if inside else "name a @triton.jit function",
+        )
+    mod, name, stmt = found
+    tree, where = mod.tree, mod.where
     if isinstance(stmt, ast.FunctionDef):
         return stmt
     if isinstance(stmt, ast.ClassDef):
@@ -351,7 +405,7 @@ def _bound_def(tree: ast.Module, name: str, where: str, depth: int, before: int 
     if stmt is None:
         raise SpecError(f"{where} defines no function {name!r}", _candidates_hint(tree, name))
     value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
-    made = None if depth > _MAX_ALIASES else _made_by(tree, value, where, depth, stmt.lineno)
+    made = None if depth > _MAX_ALIASES else _made_by(mod, value, depth, stmt.lineno)
     if made is None:
         text = ast.unparse(stmt)
         raise SpecError(
@@ -359,26 +413,28 @@ def _bound_def(tree: ast.Module, name: str, where: str, depth: int, before: int 
             "and ktriage cannot tell from the source which @triton.jit def that makes (it reads a kernel's "
             "parameters from its def before any toolchain runs)",
             "point source at the @triton.jit def itself (a module-level def, or Class.kernel for one in a class "
-            "body), or have a function of this file return the kernel it defines (`k = make_kernel(...)`)",
+            "body), or have a function of your project return the kernel it defines (`k = make_kernel(...)`)",
         )
     return made
 
 
-def _made_by(tree: ast.Module, value: ast.expr | None, where: str, depth: int, line: int) -> ast.FunctionDef | None:
-    """The def an assigned value is: another name's (an alias), ``triton.jit(f)``'s ``f``, or the def a
-    function of this module returns (a factory: ``make_kernel(2.0)``); None when the source does not say."""
+def _made_by(mod: _Module, value: ast.expr | None, depth: int, line: int) -> ast.FunctionDef | None:
+    """The def an assigned value is: another name's (an alias, ``common.kernel`` too), ``triton.jit(f)``'s
+    ``f``, or the def a function of the project returns (a factory: ``make_kernel(2.0)``, or one imported
+    from another of its modules: ``common.make_kernel(2.0)``); None when the source does not say."""
     if isinstance(value, ast.Name):
-        return _bound_def(tree, value.id, where, depth + 1, line)
+        return _bound_def(mod, value.id, depth + 1, line)
+    if isinstance(value, ast.Attribute):
+        target = _expr_target(mod, value, depth, line)
+        return _bound_def(target[0], target[1], depth + 1) if isinstance(target, tuple) else None
     if not isinstance(value, ast.Call):
         return None
     if _is_jit(value) and value.args and isinstance(value.args[0], ast.Name):
-        return _bound_def(tree, value.args[0].id, where, depth + 1, line)
-    if not isinstance(value.func, ast.Name):
+        return _bound_def(mod, value.args[0].id, depth + 1, line)
+    factory = _expr_target(mod, value.func, depth, line)
+    if not isinstance(factory, tuple) or not isinstance(factory[2], ast.FunctionDef):
         return None
-    factory = _bindings(tree, line).get(value.func.id)
-    if not isinstance(factory, ast.FunctionDef):
-        return None
-    return _returned_def(factory)
+    return _returned_def(factory[2])
 
 
 def _returned_def(factory: ast.FunctionDef) -> ast.FunctionDef | None:
@@ -401,9 +457,10 @@ def _returned_def(factory: ast.FunctionDef) -> ast.FunctionDef | None:
     return defs[found.pop()] if len(found) == 1 else None
 
 
-def kernel_names(tree: ast.Module) -> list[str]:
+def kernel_names(tree: ast.Module, path: Path | None = None) -> list[str]:
     """What a spec's ``source`` can name in a module, in file order: its @triton.jit defs, those in its
-    classes' bodies (``Class.kernel``) and the module-level names bound to a kernel made at import time."""
+    classes' bodies (``Class.kernel``) and the module-level names bound to a kernel made at import time
+    (with the module's ``path``: a kernel imported from another module of the project too)."""
     out: list[str] = []
     for name, stmt in _bindings(tree).items():
         if isinstance(stmt, ast.FunctionDef):
@@ -413,7 +470,7 @@ def kernel_names(tree: ast.Module) -> list[str]:
             out += _class_kernels(stmt)
         else:
             try:
-                made = _bound_def(tree, name, "", depth=0)
+                made = _bound_def(_Module(tree, "", path), name, depth=0)
             except SpecError:
                 continue
             if any(_is_jit(d) for d in made.decorator_list) or _jit_call(tree, stmt):
@@ -456,7 +513,7 @@ def _candidates_hint(tree: ast.Module, function: str) -> str:
 
 def read_params(path: Path, function: str) -> list[ParamInfo]:
     """Parameters of the kernel ``function`` in ``path``, in order (:func:`kernel_def` finds its def)."""
-    fn = kernel_def(_parse(path), function, str(path))
+    fn = kernel_def(_parse(path), function, str(path), path)
     a = fn.args
     if a.vararg or a.kwarg:
         raise SpecError(f"{function} takes *args/**kwargs", "Triton kernels need named parameters only")

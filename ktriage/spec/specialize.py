@@ -14,6 +14,7 @@ The rules follow ``specialize_impl`` of triton/runtime/jit.py (3.3, 3.4) and its
   else -2**31..2**31-1 -> "i32", 2**63..2**64-1 -> "u64", otherwise "i64"; and
   ``value % 16 == 0`` -> divisible by 16 (0 counts; negative multiples too).
 - ``float`` -> "fp32", never specialized.
+- a host-side tensor descriptor -> "tensordesc<dtype[block_shape]>", never specialized (Triton 3.4+).
 - a tensor -> "*<dtype>" ("*k<dtype>" for a const annotation); divisible by 16 when its data
   pointer is a multiple of 16 (torch allocations are 512-byte aligned; views at an offset may not be).
 - ``do_not_specialize`` turns off both the ==1 rule and divisibility; ``do_not_specialize_on_alignment``
@@ -75,6 +76,23 @@ class Ptr:
     dtype: str
     aligned: bool = True
     const: bool = False
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A host-side tensor descriptor argument (``triton.tools.tensor_descriptor.TensorDescriptor``,
+    Triton 3.4+): its tensor's element dtype, shape and strides (in elements) and the block shape the
+    kernel loads and stores. The JIT types it ``tensordesc<dtype[block_shape]>`` and specializes nothing
+    else on it: shape and strides are runtime parameters of the kernel."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    block_shape: tuple[int, ...]
+
+    def triton_type(self) -> str:
+        """The JIT's type string, as ``specialize_impl`` writes it (``tensordesc<fp16[64, 64]>``)."""
+        return f"tensordesc<{canonical_dtype(self.dtype)}{list(self.block_shape)}>"
 
 
 @dataclass(frozen=True)
@@ -155,6 +173,8 @@ def specialize_args(
             sig[name] = ("*k" if value.const else "*") + dtype
             if specialize and align and value.aligned:
                 div.append(name)
+        elif isinstance(value, Descriptor):
+            sig[name] = value.triton_type()
         else:
             raise SpecError(
                 f"argument {name} = {value!r} has no Triton specialization rule",

@@ -34,8 +34,8 @@ from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.launch import encode_value
 from ktriage.spec.model import KernelSpec, LaunchRecord, is_int_type
-from ktriage.spec.source import ParamInfo, Unresolved
-from ktriage.spec.specialize import Constexpr, Ptr, canonical_dtype, specialize_args
+from ktriage.spec.source import ParamInfo, Unresolved, kernel_def
+from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, canonical_dtype, specialize_args
 from ktriage.wording import plural
 
 log = logging.getLogger("ktriage.spec")
@@ -43,6 +43,9 @@ log = logging.getLogger("ktriage.spec")
 # A tensor's data pointer: torch's allocations are aligned to 512 bytes; a view at an offset is not.
 DEFAULT_ALIGN = 512
 TENSOR_KEYS = frozenset({"dtype", "shape", "strides", "align", "const"})
+# A host-side TensorDescriptor (Triton 3.4+): its tensor, and the block shape that makes it a descriptor.
+DESCRIPTOR_KEYS = frozenset({"dtype", "shape", "strides", "block_shape"})
+_DESCRIPTOR_EXAMPLE = 'a_desc = { dtype = "fp16", shape = [4096, 4096], strides = [4096, 1], block_shape = [128, 64] }'
 
 
 def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
@@ -83,6 +86,67 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
     return ptr, encoded
 
 
+def descriptor_value(name: str, table: Mapping[str, Any]) -> Descriptor:
+    """``{ dtype, shape, strides, block_shape }``: the host-side ``TensorDescriptor(tensor, shape, strides,
+    block_shape)`` a launch passes (docs/specs.md). Checked here as Triton's constructor checks it (rank 1
+    to 5, one stride and one block dimension per dimension, the last stride 1, the others multiples of 16
+    bytes, block dimensions powers of two), so a wrong one is this file's error, not every toolchain's."""
+    extra = sorted(set(table) - DESCRIPTOR_KEYS)
+    if extra:
+        raise SpecError(
+            f"argument {name}: {plural(len(extra), 'unknown tensor descriptor key')} {extra}",
+            f"a tensor descriptor (a table with block_shape) has {', '.join(sorted(DESCRIPTOR_KEYS))}, e.g. "
+            + _DESCRIPTOR_EXAMPLE,
+        )
+    dtype = canonical_dtype(str(table["dtype"]))
+    if "shape" not in table:
+        raise SpecError(
+            f"argument {name}: a tensor descriptor without shape", f"give its shape, e.g. {_DESCRIPTOR_EXAMPLE}"
+        )
+    shape = _dims(name, "shape", table["shape"])
+    block = _dims(name, "block_shape", table["block_shape"])
+    strides = _dims(name, "strides", table["strides"]) if "strides" in table else _contiguous(shape)
+    if not 1 <= len(shape) <= 5 or 0 in shape:
+        raise SpecError(
+            f"argument {name}: a tensor descriptor of shape {shape}", "its shape has 1 to 5 dimensions, each above 0"
+        )
+    for key, dims in (("strides", strides), ("block_shape", block)):
+        if len(dims) != len(shape):
+            raise SpecError(
+                f"argument {name}: {key} has {plural(len(dims), 'dimension')} for a shape of {len(shape)}",
+                f"give one per dimension of shape, e.g. {_DESCRIPTOR_EXAMPLE}",
+            )
+    size = _element_bytes(dtype)
+    if strides[-1] != 1 or any(s * size % 16 for s in strides[:-1]):
+        raise SpecError(
+            f"argument {name}: strides {strides} of a {dtype} tensor descriptor: a TMA descriptor needs the last "
+            "stride 1 and the others multiples of 16 bytes",
+            f"describe a tensor whose last dimension is contiguous and whose rows start 16-byte aligned "
+            f"(strides in elements: multiples of {16 // size} for {dtype})",
+        )
+    if any(d < 1 or d & (d - 1) for d in block):
+        raise SpecError(
+            f"argument {name}: block_shape {block} has a dimension that is not a power of two",
+            "Triton's tensor descriptors load and store blocks of powers of two, e.g. block_shape = [128, 64]",
+        )
+    return Descriptor(dtype, tuple(shape), tuple(strides), tuple(block))
+
+
+def _contiguous(shape: Sequence[int]) -> list[int]:
+    strides: list[int] = []
+    step = 1
+    for dim in reversed(shape):
+        strides.insert(0, step)
+        step *= dim
+    return strides
+
+
+def _element_bytes(dtype: str) -> int:
+    """Bytes of one element of a Triton scalar type (``fp8e4nv``: 1, ``bf16``: 2, ``i1``: 1)."""
+    digits = "".join(c if c.isdigit() else " " for c in dtype).split()
+    return max(1, int(digits[0]) // 8) if digits else 1
+
+
 def _is_int(value: object) -> bool:
     """An int as TOML or JSON gives it (a bool is no size)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -105,10 +169,10 @@ def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
     ``@triton.autotune`` decorates) for ``function``, read with ``ast``: these may be left out of
     ``[kernel.args]`` (with "*" or autotune: any constexpr parameter)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    fn = next(
-        (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function),
-        None,
-    )
+    try:  # the def read_params read: a factory's (in this module or another of the project), a class body's
+        fn: ast.FunctionDef | None = kernel_def(tree, function, str(path), path)
+    except SpecError:
+        fn = None
     heuristics: set[str] = set()
     autotuned = False
     for deco in fn.decorator_list if fn is not None else []:
@@ -177,7 +241,7 @@ def by_value_spec(
             raise SpecError(f"[kernel.args] has no value for {p.name!r}", missing_value_fix(p))
         if isinstance(value, Constexpr):
             value = value.value
-        if isinstance(value, Ptr):
+        if isinstance(value, (Ptr, Descriptor)):
             pairs.append((p.name, value))
             encoded.append([p.name, encode_value(value)])
             continue
@@ -185,8 +249,14 @@ def by_value_spec(
             if "dtype" not in value:
                 raise SpecError(
                     f"argument {p.name} = {dict(value)!r} is not a tensor",
-                    'write a tensor as { dtype = "bf16", shape = [4096, 128], strides = [128, 1], align = 16 }',
+                    'write a tensor as { dtype = "bf16", shape = [4096, 128], strides = [128, 1], align = 16 }, a '
+                    "tensor descriptor as " + _DESCRIPTOR_EXAMPLE,
                 )
+            if "block_shape" in value:  # a host-side TensorDescriptor
+                descriptor = descriptor_value(p.name, value)
+                pairs.append((p.name, descriptor))
+                encoded.append([p.name, encode_value(descriptor)])
+                continue
             ptr, enc = tensor_value(p.name, value)
             pairs.append((p.name, ptr))
             encoded.append([p.name, enc])

@@ -20,6 +20,7 @@ import ktriage.api as kt
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.engine import KernelResult
 from ktriage.explain.failures import describe
+from tests.spec.test_cross_module_factory import COMMON, OPS
 from tests.spec.test_kernel_def import FACTORY, RMS_ARGS, SCALE_ARGS
 
 pytestmark = pytest.mark.slow  # real compiles with two toolchains
@@ -38,7 +39,7 @@ sys.path.insert(0, job["folder"])
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-fn = importlib.import_module("factory")
+fn = importlib.import_module(job.get("module", "factory"))
 for part in job["attribute"].split("."):
     fn = getattr(fn, part)
 attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in job["divisible"]}
@@ -159,3 +160,50 @@ def test_a_factory_result_of_a_module_that_does_not_import_says_what_to_do(tmp_p
         "fix: scale2_kernel exists only in the imported module: make the module import without a GPU, or write "
         "the kernel as a module-level @triton.jit def"
     )
+
+
+def test_a_factory_of_another_module_compiles_what_triton_compiles(tmp_path: Path, toolchain: Any) -> None:
+    """``relative = make_kernel(2.0)`` with ``from ..common import make_kernel`` (and ``common.make_kernel(3.0)``):
+    the loader follows the import to read the parameters, and the worker, which imports the file as its
+    package's module, compiles the kernel with the value the factory closed over: the PTX of a direct
+    ``triton.compile`` of ``mypkg.ops.scale.relative``, text for text, and not the other factor's."""
+    (tmp_path / "mypkg" / "ops").mkdir(parents=True)
+    (tmp_path / "mypkg" / "__init__.py").write_text("from .common import make_kernel\n")
+    (tmp_path / "mypkg" / "ops" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "common.py").write_text(COMMON)
+    (tmp_path / "mypkg" / "ops" / "scale.py").write_text(OPS)
+    (tmp_path / "spec.toml").write_text(
+        "".join(
+            f'[[kernel]]\nname = "{n}"\nsource = "mypkg/ops/scale.py:{n}"\ngrid = [4]\n[kernel.args]\n{SCALE_ARGS}'
+            for n in ("relative", "from_package")
+        )
+    )
+    toolchain(NEW)
+    report = kt.explain(target=tmp_path / "spec.toml", toolchains=[NEW])
+    ptx = {}
+    for name in ("relative", "from_package"):
+        cell = _cells(report, name)[NEW]
+        assert isinstance(cell, KernelResult), describe(cell)
+        _, signature, divisible = CASES["scale"]
+        job = {
+            "folder": str(tmp_path),
+            "module": "mypkg.ops.scale",
+            "attribute": name,
+            "signature": signature,
+            "constexprs": {"BLOCK": 1024},
+            "divisible": divisible,
+        }
+        # a cache per kernel: Triton 3.4's cache key of the two (same text, other closed-over value) is one,
+        # and a shared cache served the first one's PTX for the second
+        env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / f"triton-cache-{name}")}
+        direct = subprocess.run(
+            [str(toolchain(NEW).python), "-c", DIRECT, json.dumps(job)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        assert direct.returncode == 0, direct.stderr[-2000:]
+        ptx[name] = cell.artifact.frontend.ptx_path.read_text()
+        assert ptx[name] == direct.stdout
+    assert ptx["relative"] != ptx["from_package"]  # 2.0 and 3.0: each kernel has its factory's value

@@ -123,13 +123,13 @@ def test_a_kernel_only_a_running_function_makes_is_refused_with_what_to_name(fol
 
 
 def test_a_factory_the_source_does_not_show_is_refused_with_what_to_name(tmp_path: Path) -> None:
-    """A kernel made by a call ktriage cannot follow (a factory of another library) has no def to read
+    """A kernel made by a call ktriage cannot follow (a method of a registry object) has no def to read
     the parameters from: the error says so and what to point at, and names no unrelated function."""
     (tmp_path / "factory.py").write_text(
-        "import triton\nfrom somelib import make_kernel\n\n\ndef helper():\n    pass\n\n\nk = make_kernel(2)\n"
+        "import triton\nREGISTRY = {}\n\n\ndef helper():\n    pass\n\n\nk = REGISTRY.make_kernel(2)\n"
     )
     with pytest.raises(KtriageError) as info:
         loads_spec('[kernel]\nsource = "factory.py:k"\n[kernel.args]\nn = 1\n', base_dir=tmp_path, origin="spec.toml")
-    assert "k is bound by `k = make_kernel(2)` (line 9)" in info.value.problem
+    assert "k is bound by `k = REGISTRY.make_kernel(2)` (line 9)" in info.value.problem
     assert "cannot tell from the source which @triton.jit def that makes" in info.value.problem
     assert "helper" not in info.value.fix and info.value.fix.startswith("point source at the @triton.jit def itself")
