@@ -122,6 +122,23 @@ def in_flags(text: str) -> str:
     return text.flags if isinstance(text, Worded) else text
 
 
+def spelled(text: str, spelling: Spelling) -> str:
+    """``text`` as ``spelling`` names options: a :class:`Worded` sentence's flags for :func:`flag`, its text
+    for :func:`option`; any other text as it is. Why: a sentence made of sentences (``not re-measured:
+    {why}``, a fix that names an option made elsewhere) is :func:`worded` once, and each part keeps its
+    reader's spelling: ``worded(lambda o: f"not re-measured: {spelled(why, o)}")``."""
+    return text.flags if spelling is flag and isinstance(text, Worded) else str(text)
+
+
+def joined(*parts: str) -> str:
+    """The texts one after the other, each part keeping its two spellings: a :class:`Worded` when any part is
+    one (``joined(MEASURED, f" {path}: no such file or folder")``), else the plain text. Why: a sentence
+    built in a loop around a worded option needs no ``worded(lambda o: ...)`` that closes over the loop."""
+    if not any(isinstance(p, Worded) for p in parts):
+        return "".join(parts)
+    return Worded("".join(map(str, parts)), "".join(map(in_flags, parts)))
+
+
 class SpecError(KtriageError):
     """A kernel spec, spec file, catalog op, input selector or input value that cannot be used."""
 

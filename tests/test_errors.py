@@ -11,7 +11,7 @@ import pickle
 
 import pytest
 
-from ktriage.errors import Worded, flag, in_flags, option, worded
+from ktriage.errors import Worded, flag, in_flags, joined, option, spelled, worded
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,18 @@ def test_a_worded_sentence_is_the_librarys_text_and_carries_the_commands() -> No
     assert json.dumps([note]) == '["drop compile_only=True (--compile-only) to time them"]'
     for kept in (copy.deepcopy(note), pickle.loads(pickle.dumps(note))):
         assert isinstance(kept, Worded) and kept == note and in_flags(kept) == "drop --compile-only to time them"
+
+
+def test_a_sentence_made_of_worded_parts_keeps_both_spellings() -> None:
+    """triage's notes are built from worded parts (``not re-measured: {why}``, ``{MEASURED} PATH: ...``): an
+    f-string around a Worded kept its text only, and the command printed ``--limit``'s keyword."""
+    why = worded(lambda o: f"left out by {o('limit', '--limit', 3)}")
+    assert f"not re-measured: {why}" == "not re-measured: left out by limit=3 (--limit 3)"  # the trap: plain str
+    note = joined("not re-measured: ", why)
+    assert note == "not re-measured: left out by limit=3 (--limit 3)" and in_flags(note) == (
+        "not re-measured: left out by --limit 3"
+    )
+    assert worded(lambda o: f"({spelled(why, o)})").flags == "(left out by --limit 3)"
+    assert spelled("plain", flag) == "plain" and spelled(why, option) == str(why)
+    plain = joined("a", "b")
+    assert plain == "ab" and not isinstance(plain, Worded)  # no worded part: the plain text

@@ -24,7 +24,7 @@ from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
 from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, file_warnings, load_side
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, spelled, worded
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.model import TriageOptions
 from ktriage.triage.model import TriageReport as _Triaged
@@ -138,16 +138,24 @@ def triage(
     model = args.model(model)  # a file that is no model is refused here, before any compile
     if bundle is not None:
         check_writable(bundle, option("bundle", "--bundle"), folder=True)
-    # the GPU re-run's options, named as a Python caller passes them and as the command's flags
-    gpu_rerun = f"{option('bundle', '--bundle')}, {option('measure', '--measure')}"
-    add_rerun = f"add {option('bundle', '--bundle', 'DIR')}, or {option('measure', '--measure', True)} on a GPU host"
+    # the GPU re-run's options, named as a Python caller passes them; the command prints the flags (errors.worded)
+    gpu_rerun = worded(lambda o: f"{o('bundle', '--bundle')}, {o('measure', '--measure')}")
+    add_rerun = worded(
+        lambda o: f"add {o('bundle', '--bundle', 'DIR')}, or {o('measure', '--measure', True)} on a GPU host"
+    )
     if limit is not None and limit >= 1 and not (bundle or measure or measured or workloads):
         # it caps the GPU re-run's cells and the recorded workloads' search: with neither it capped nothing
         raise KtriageError(
-            f"{option('limit', '--limit', limit)} applies to the GPU re-run ({gpu_rerun}, "
-            f"{option('measured', '--measured')}) and to the recorded workloads' search "
-            f"({option('workloads', '--workload')}); none is given, so it would cap nothing",
-            f"{add_rerun}, to re-measure the worst cells; or drop {option('limit', '--limit')}",
+            worded(
+                lambda o: (
+                    f"{o('limit', '--limit', limit)} applies to the GPU re-run ({spelled(gpu_rerun, o)}, "
+                    f"{o('measured', '--measured')}) and to the recorded workloads' search "
+                    f"({o('workloads', '--workload')}); none is given, so it would cap nothing"
+                )
+            ),
+            worded(
+                lambda o: f"{spelled(add_rerun, o)}, to re-measure the worst cells; or drop {o('limit', '--limit')}"
+            ),
         )
     jobs = JOBS.optional(jobs)
     max_time = MAX_TIME.optional(max_time)
@@ -155,15 +163,23 @@ def triage(
         # it is written into the bundle's bench commands or given to the bench here: with neither it was
         # dropped without a word, and the user believed the sampling was capped
         done = (
-            f"{option('measured', '--measured')} reads results sampled on the GPU host already"
+            worded(lambda o: f"{o('measured', '--measured')} reads results sampled on the GPU host already")
             if measured
             else "no GPU step is asked"
         )
         raise KtriageError(
-            f"{option('max_time', '--max-time', max_time)} sets the sampling of the GPU re-run ({gpu_rerun}); "
-            f"{done}, so it would change nothing",
-            f"drop {option('max_time', '--max-time')}; or {add_rerun} (the GPU re-run then samples each input "
-            "at most that long)",
+            worded(
+                lambda o: (
+                    f"{o('max_time', '--max-time', max_time)} sets the sampling of the GPU re-run "
+                    f"({spelled(gpu_rerun, o)}); {spelled(done, o)}, so it would change nothing"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"drop {o('max_time', '--max-time')}; or {spelled(add_rerun, o)} (the GPU re-run then "
+                    "samples each input at most that long)"
+                )
+            ),
         )
     options = TriageOptions(
         old_toolchain=old_toolchain,

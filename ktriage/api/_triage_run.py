@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ktriage.api._args import entry_point
 from ktriage.atomic import write_atomic
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, worded
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.program import REPORTS, ProgramReport
 
@@ -103,12 +103,20 @@ def triage_run(
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(
-            f"{option('command', '--run')} needs {option('old_toolchain', '--old-toolchain')} and "
-            f"{option('new_toolchain', '--new-toolchain')}",
-            f"e.g. {option('old_toolchain', '--old-toolchain', 'triton==3.5.1')} and "
-            f"{option('new_toolchain', '--new-toolchain', 'triton==3.6.0')}; on a host without network: "
-            f"{option('old_toolchain', '--old-toolchain', 'triton=host,ptxas=/usr/local/cuda/bin/ptxas')} and "
-            f"{option('new_toolchain', '--new-toolchain', 'triton=host')}",
+            worded(
+                lambda o: (
+                    f"{o('command', '--run')} needs {o('old_toolchain', '--old-toolchain')} and "
+                    f"{o('new_toolchain', '--new-toolchain')}"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"e.g. {o('old_toolchain', '--old-toolchain', 'triton==3.5.1')} and "
+                    f"{o('new_toolchain', '--new-toolchain', 'triton==3.6.0')}; on a host without network: "
+                    f"{o('old_toolchain', '--old-toolchain', 'triton=host,ptxas=/usr/local/cuda/bin/ptxas')} and "
+                    f"{o('new_toolchain', '--new-toolchain', 'triton=host')}"
+                )
+            ),
         )
     folder = Path(workdir) if workdir is not None else Path(f"ktriage-run-{_dt.datetime.now():%Y%m%d-%H%M%S}")
     options = ProgramOptions(

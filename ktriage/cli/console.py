@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, in_flags
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -212,11 +212,13 @@ def print_error(exc: KtriageError, console: Console | None = None) -> None:
     problem is the user's input or environment, and the fix says what to do.
 
     The text is escaped because problems quote user text such as a spec file's ``[kernel]`` that rich
-    would otherwise take for markup and drop."""
+    would otherwise take for markup and drop. A problem or fix that names options is a
+    :class:`~ktriage.errors.Worded`: printed with its flags (``--measured DIR``), the command's own words,
+    where a Python caller reads the keyword too (``measured=['DIR'] (--measured DIR)``)."""
     out = console if console is not None else make_console(stderr=True, strict=False)
-    out.print(f"[bold red]error:[/] {escape(exc.problem)}")
+    out.print(f"[bold red]error:[/] {escape(in_flags(exc.problem))}")
     if exc.fix:
-        out.print(f"[yellow]fix:[/] {escape(exc.fix)}")
+        out.print(f"[yellow]fix:[/] {escape(in_flags(exc.fix))}")
     if exc.details:
         for line in exc.details.rstrip("\n").splitlines():
             out.print(f"[dim]  {escape(line)}[/]", soft_wrap=True, highlight=False)

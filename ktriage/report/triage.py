@@ -1,5 +1,9 @@
 """The triage report: markdown (a CI job summary), one self-contained HTML file, JSON, a terminal table.
 
+Texts made in the library that name options (notes, what needs a GPU, the pricing's line) are
+:class:`~ktriage.errors.Worded`: the terminal, the markdown and the HTML (what the command prints and
+writes) name each by its flag (``in_flags``), the JSON keeps the library's words, keyword and flag.
+
 Order, in every form: real/likely regressions with cause, culprit and fix first; then what is
 not the compiler's (no compile-side change: noise, the baseline, the environment; unsure without a
 GPU re-run; not explained); then improvements; then what could not be decided without a GPU and
@@ -17,6 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.compare.not_compared import group_not_compared
+from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.order import natural_key
 from ktriage.report.html import _env
@@ -91,7 +96,7 @@ def setup_line(report: TriageReport, code: Callable[[str], str] = str, text: Cal
     (``--sm-count``, the results' GPU or the target's usual part: ``ktriage.triage.pricing``), as
     explain's ``Compiled for: sm_90; priced for 114 SMs`` says it."""
     old, new = code(report.old_toolchain or "unknown"), code(report.new_toolchain or "unknown")
-    pricing = f"; {text(report.pricing.text)}" if report.pricing is not None and report.pricing.text else ""
+    pricing = f"; {text(in_flags(report.pricing.text))}" if report.pricing is not None and report.pricing.text else ""
     return (
         f"Toolchains: {old} -> {new}; gate ±{gate_percent(report.options.threshold)}; "
         f"target {text(report.options.arch)}{pricing}."
@@ -114,7 +119,7 @@ def changes_refs(report: TriageReport) -> dict[str, int]:
 def notes_text(c: CellTriage, refs: dict[str, int]) -> str:
     """A row's notes, its compile-side changes by their number (the sentence is under the table)."""
     ref = [f"{CHANGES_PREFIX} [{refs[f'{CHANGES_PREFIX}: {c.changes}']}]"] if c.changes else []
-    return "; ".join([*c.notes, *ref])
+    return "; ".join([*map(in_flags, c.notes), *ref])
 
 
 def changes_lines(cells: list[CellTriage], refs: dict[str, int], said: set[str]) -> list[str]:
@@ -138,7 +143,7 @@ def _measured_text(c: CellTriage) -> str:
     """The measured column: the side-by-side verdict with its interval, or why there is none."""
     from ktriage.triage.measure_read import describe
 
-    return describe(c.measured) if c.measured is not None else ""
+    return in_flags(describe(c.measured)) if c.measured is not None else ""
 
 
 def _gpu_lines(report: TriageReport) -> list[str]:
@@ -148,7 +153,7 @@ def _gpu_lines(report: TriageReport) -> list[str]:
         return []
     out = []
     if m.note:
-        out.append(m.note)
+        out.append(in_flags(m.note))
     if m.results:
         out.append(
             "re-measured on the GPU, both toolchains side by side in one process: "
@@ -168,7 +173,7 @@ def _decided(report: TriageReport) -> str:
 def undecided_lines(report: TriageReport) -> list[str]:
     """What only a GPU re-run can decide, or the one line saying nothing is left: the markdown's section
     and the terminal's lines, one home so the two say the same."""
-    return list(report.gpu_needed) or [f"nothing: {_decided(report)}"]
+    return [in_flags(x) for x in report.gpu_needed] or [f"nothing: {_decided(report)}"]
 
 
 def cause_summaries(cells: list[CellTriage]) -> list[str]:
@@ -254,9 +259,10 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     out += [f"- {x}" for x in undecided_lines(report)]
     out.append("")
     if report.failures:
-        out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(x)}" for x in report.failures] + [""]
+        out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(in_flags(x))}" for x in report.failures]
+        out += [""]
     if report.notes:
-        out += [f"- {_esc(x)}" for x in report.notes] + [""]
+        out += [f"- {_esc(in_flags(x))}" for x in report.notes] + [""]
     if report.not_compared:
         n = len(report.not_compared)
         out += [f"{h}# Not compared: {plural(n, 'cell')} (the report is incomplete)", ""]
@@ -377,6 +383,10 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
             sections=[s for s in sections if s["rows"]],
             measured=_is_measured(report),
             gpu_lines=_gpu_lines(report),
+            gpu_needed=[in_flags(x) for x in report.gpu_needed],
+            failures=[in_flags(x) for x in report.failures],
+            notes=[in_flags(x) for x in report.notes],
+            pricing=in_flags(report.pricing.text) if report.pricing is not None else "",
             leads=baseline_moves(report, leads=True),
             moves=baseline_moves(report, leads=False),
             decided=_decided(report),
@@ -442,7 +452,7 @@ def print_table(report: TriageReport, console: Console) -> None:
     for x in undecided_lines(report):
         console.print(f"[{style}]needs a GPU:[/] {escape(x)}")
     for x in report.notes:  # e.g. two dtypes compared on purpose (--allow-precision-mismatch)
-        console.print(f"[yellow]note:[/] {escape(x)}")
+        console.print(f"[yellow]note:[/] {escape(in_flags(x))}")
     for x in report.failures:
-        console.print(f"[red]failed:[/] {escape(x)}")
+        console.print(f"[red]failed:[/] {escape(in_flags(x))}")
     print_not_compared_groups(console, group_not_compared(report.not_compared))

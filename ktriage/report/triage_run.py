@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import triage as triage_report
 from ktriage.report.rich_table import add_columns
@@ -79,7 +80,7 @@ def to_markdown(report: ProgramReport) -> str:
         "|---|---|---|---|",
     ]
     for s in report.steps:
-        out.append(f"| {md_text(s.name)} | {md_text(s.status)} | {_secs(s.wall_s)} | {md_text(s.detail)} |")
+        out.append(f"| {md_text(s.name)} | {md_text(s.status)} | {_secs(s.wall_s)} | {md_text(in_flags(s.detail))} |")
     out += [f"| total | | {_secs(report.total_s)} | |", ""]
     if report.cells:
         out += [
@@ -103,7 +104,9 @@ def to_markdown(report: ProgramReport) -> str:
             out.append("| " + " | ".join(md_text(x) for x in row) + " |")
         out.append("")
     if report.failures:
-        out += ["## Failed (the report is incomplete)", ""] + [f"- {md_text(x)}" for x in report.failures] + [""]
+        out += (
+            ["## Failed (the report is incomplete)", ""] + [f"- {md_text(in_flags(x))}" for x in report.failures] + [""]
+        )
     if report.triage is not None:
         out += [triage_report.to_markdown(report.triage, level=2), ""]
     out += ["## The same steps, split across machines", ""]
@@ -125,7 +128,7 @@ def print_table(report: ProgramReport, console: Console) -> None:
     add_columns(steps, ("step", "status", "wall s", "what"))
     for s in report.steps:
         color = {"ok": "green", "partial": "yellow", "failed": "red"}.get(s.status, "dim")
-        steps.add_row(escape(s.name), f"[{color}]{escape(s.status)}[/]", _secs(s.wall_s), escape(s.detail))
+        steps.add_row(escape(s.name), f"[{color}]{escape(s.status)}[/]", _secs(s.wall_s), escape(in_flags(s.detail)))
     steps.add_row("total", "", _secs(report.total_s), "")
     console.print(steps)
     if report.cells:
@@ -146,6 +149,6 @@ def print_table(report: ProgramReport, console: Console) -> None:
             )
         console.print(cells)
     for x in report.failures:
-        console.print(f"[red]failed:[/] {escape(x)}")
+        console.print(f"[red]failed:[/] {escape(in_flags(x))}")
     if report.triage is not None:
         triage_report.print_table(report.triage, console)

@@ -33,7 +33,7 @@ from typing import Any
 
 from ktriage import progress
 from ktriage.atomic import write_atomic
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, spelled, worded
 from ktriage.triage.measure_plan import (
     AA_VARIANT,
     FIX_VARIANT,
@@ -82,18 +82,38 @@ def check_options(options: TriageOptions) -> None:
     """Refuse contradictory GPU-step options before any compile runs."""
     if options.measure and options.measured:
         raise KtriageError(
-            f"{MEASURE} re-measures here, {MEASURED} reads results measured elsewhere: not both",
-            f"drop one (on a GPU host: {MEASURE}; on the CPU machine, after the GPU host ran the bundle: {MEASURED})",
+            worded(
+                lambda o: (
+                    f"{spelled(MEASURE, o)} re-measures here, {spelled(MEASURED, o)} reads results measured "
+                    "elsewhere: not both"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"drop one (on a GPU host: {spelled(MEASURE, o)}; on the CPU machine, after the GPU host "
+                    f"ran the bundle: {spelled(MEASURED, o)})"
+                )
+            ),
         )
     if options.measured and options.bundle:
         raise KtriageError(
-            f"{option('bundle', '--bundle')} writes a new bundle, {MEASURED} reads the results of one: not both",
-            f"give {option('measured', '--measured', ['DIR'])} (the bundle folder, with its results/) or the results files",
+            worded(
+                lambda o: (
+                    f"{o('bundle', '--bundle')} writes a new bundle, {spelled(MEASURED, o)} reads the results "
+                    "of one: not both"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"give {o('measured', '--measured', ['DIR'])} (the bundle folder, with its results/) or "
+                    "the results files"
+                )
+            ),
         )
     if options.max_time_s <= 0:
         raise KtriageError(
-            f"{option('max_time', '--max-time', options.max_time_s)} is not a time",
-            f"give the seconds of sampling per input, e.g. {option('max_time', '--max-time', 5)}",
+            worded(lambda o: f"{o('max_time', '--max-time', options.max_time_s)} is not a time"),
+            worded(lambda o: f"give the seconds of sampling per input, e.g. {o('max_time', '--max-time', 5)}"),
         )
     if options.measure:  # the GPU is asked now: the explain, bisect and bundle steps before it take minutes
         import importlib.util
@@ -104,7 +124,9 @@ def check_options(options: TriageOptions) -> None:
             "torch is not installed in this Python" if importlib.util.find_spec("torch") is None else gpu_problem()
         )
         if problem:
-            raise KtriageError(f"{MEASURE} needs an NVIDIA GPU on this machine: {problem}", NO_GPU_FIX)
+            raise KtriageError(
+                worded(lambda o: f"{spelled(MEASURE, o)} needs an NVIDIA GPU on this machine: {problem}"), NO_GPU_FIX
+            )
     if options.measured:  # refused now, not after the compile-side steps; read, or with no flagged cell an
         # explain report given as --measured passed without a word
         check_results(results_paths(options.measured))
@@ -128,22 +150,26 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
                 _require_gpu()
             except KtriageError as exc:  # recording needs the GPU; the plan still says why per cell
                 for i in unplanned:
-                    report.cells[i].notes.append(f"not recorded for the GPU re-run: {exc.problem}")
+                    report.cells[i].notes.append(joined("not recorded for the GPU re-run: ", exc.problem))
             else:
                 record_missing(report, unplanned, home_subdir("recordings"), say)
     plan = plan_measurement(report, options)
     for i, why in plan.skipped.items():
-        report.cells[i].notes.append(f"not re-measured: {why}")
+        report.cells[i].notes.append(joined("not re-measured: ", why))
     if not plan.bundles:  # nothing benchable: the report says why per cell, and nothing is written or read
         for i, why in plan.skipped.items():
             mark_not_measured(report.cells[i], why)
         report.measured = GpuStep(
             "nothing",
             token=plan.token,
-            note="no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
-            "cells have replays; the cells of any other TritonBench operator need their kernels "
-            f"from a recorded workload: {WORKLOAD_GIVEN}, or {MEASURE} on a GPU "
-            "host with TritonBench, which records the operator's run itself)",
+            note=worded(
+                lambda o: (
+                    "no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
+                    "cells have replays; the cells of any other TritonBench operator need their kernels "
+                    f"from a recorded workload: {spelled(WORKLOAD_GIVEN, o)}, or {spelled(MEASURE, o)} on a GPU "
+                    "host with TritonBench, which records the operator's run itself)"
+                )
+            ),
         )
         return
     if options.measured:
@@ -163,12 +189,18 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         bundle=str(out),
         commands=commands,
         bench=[g.bench_command(options.max_time_s) for g in plan.bundles],
+        note=bundled_line(report, plan, out),
     )
+    # the folder is said once (the GPU re-run's line); a row says only what differs between rows: its bundle
+    # when the folder holds several, its recorded entries
+    several = len(plan.bundles) > 1
     for i, t in plan.targets.items():
-        report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.group_of(t).dirname}")
+        if several:
+            report.cells[i].notes.append(f"bundled for the GPU re-run: {plan.group_of(t).dirname}")
     for i, m in plan.recorded_targets.items():
         entries = ", ".join(f"entry {k.entry} ({k.backend})" for k in m.kernels)
-        report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.recorded_group(m).dirname}, {entries}")
+        where = f"{plan.recorded_group(m).dirname}, " if several else ""
+        report.cells[i].notes.append(f"bundled for the GPU re-run: {where}{entries}")
     if options.measure:
         paths = run_measure(plan, out, options, say, report.failures)
         apply_measured(report, plan, paths, options)
@@ -176,10 +208,23 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         report.measured.bundle, report.measured.commands = str(out), commands
         return
     report.gpu_needed.append(
-        f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} there "
-        f"first; it writes {out / RESULTS}/*.json), then here the same triage with "
-        f"{option('measured', '--measured', [str(out)])}"
+        worded(
+            lambda o: (
+                f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} "
+                f"there first; it writes {out / RESULTS}/*.json), then here the same triage with "
+                f"{o('measured', '--measured', [str(out)])}"
+            )
+        )
     )
+
+
+def bundled_line(report: TriageReport, plan: MeasurePlan, out: Path) -> str:
+    """``12 of 12 flagged cells bundled in DIR (layer_norm-bwd-c83665a8a7)``: the bundle's folder, said once
+    for the report (its rows said it each, twelve times the same path), with the bundles in it."""
+    n = len(plan.targets) + len(plan.recorded_targets)
+    names = [g.dirname for g in plan.bundles]
+    rest = f"; the other {len(report.cells) - n} say why not in their notes" if n < len(report.cells) else ""
+    return f"{n} of {plural(len(report.cells), 'flagged cell')} bundled in {out} ({', '.join(names)}){rest}"
 
 
 # ----------------------------------------------------------------------------------- the bundle (CPU)
@@ -533,9 +578,11 @@ def _run_recorded(
     return results
 
 
-NO_GPU_FIX = (
-    f"on a CPU machine use {option('bundle', '--bundle', 'DIR')}, run the printed command on the GPU host, then "
-    f"{option('measured', '--measured', ['DIR/results'])}"
+NO_GPU_FIX = worded(
+    lambda o: (
+        f"on a CPU machine use {o('bundle', '--bundle', 'DIR')}, run the printed command on the GPU host, "
+        f"then {o('measured', '--measured', ['DIR/results'])}"
+    )
 )
 
 
@@ -544,6 +591,8 @@ def _require_gpu() -> None:
     try:
         import torch
     except ImportError as exc:
-        raise KtriageError(f"{MEASURE} needs torch and an NVIDIA GPU on this machine", fix) from exc
+        raise KtriageError(
+            worded(lambda o: f"{spelled(MEASURE, o)} needs torch and an NVIDIA GPU on this machine"), fix
+        ) from exc
     if not torch.cuda.is_available():
-        raise KtriageError(f"{MEASURE}: no CUDA GPU is visible on this machine", fix)
+        raise KtriageError(worded(lambda o: f"{spelled(MEASURE, o)}: no CUDA GPU is visible on this machine"), fix)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, spelled, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.triage.model import CellTriage, RecordedMatch, TriageOptions, TriageReport
 from ktriage.wording import plural
@@ -27,11 +27,12 @@ RESULTS = "results"
 AA_VARIANT = "+aa"  # the same toolchain's second copy in a bundle: "<toolchain id>+aa"
 FIX_VARIANT = "+fix"  # the new toolchain with the proposed fixes' kernels: "<toolchain id>+fix"
 MIN_SAMPLES = 20
-# The GPU step's options as its messages and notes name them (ktriage.errors.option): kt.triage(...) meets
-# them as `ktriage triage` does, and a flag alone names an option a library caller cannot pass.
-MEASURE = option("measure", "--measure", True)
-MEASURED = option("measured", "--measured")
-WORKLOAD_GIVEN = option("workloads", "--workload", ["W.json"])
+# The GPU step's options as its messages and notes name them (ktriage.errors.worded): kt.triage(...) reads the
+# keyword (a flag alone names an option a library caller cannot pass), `ktriage triage` prints the flag alone.
+# A sentence names them with ``spelled(MEASURE, o)`` inside its own ``worded(lambda o: ...)``.
+MEASURE = worded(lambda o: o("measure", "--measure", True))
+MEASURED = worded(lambda o: o("measured", "--measured"))
+WORKLOAD_GIVEN = worded(lambda o: o("workloads", "--workload", ["W.json"]))
 
 
 class TimedFix(Protocol):
@@ -113,10 +114,13 @@ def no_target_reason(cell: CellTriage) -> str:
             if cell.catalog
             else ""
         )
-        return (
-            f"no replay for {cell.op}{explained} and no recorded kernels of {cell.backend}: give {WORKLOAD_GIVEN} (`ktriage record "
-            f"-o W.json -- python run.py --op {cell.op}{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
-            f"or run this triage with {MEASURE} on a GPU host with TritonBench: it records the run itself"
+        return worded(
+            lambda o: (
+                f"no replay for {cell.op}{explained} and no recorded kernels of {cell.backend}: give "
+                f"{spelled(WORKLOAD_GIVEN, o)} (`ktriage record -o W.json -- python run.py --op {cell.op}"
+                f"{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
+                f"or run this triage with {spelled(MEASURE, o)} on a GPU host with TritonBench: it records the run itself"
+            )
         )
     if cell.mode not in op.modes:
         return f"no replay for {cell.op} {cell.mode}: ktriage benches {plural(len(op.modes), 'pass', 'passes')}: {', '.join(op.modes)}"
@@ -251,8 +255,12 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
     if report.old_toolchain is None or report.new_toolchain is None:
         raise KtriageError(
             "the GPU step needs both sides' toolchains, and the files do not say them",
-            f"pass {option('old_toolchain', '--old-toolchain', 'triton==3.3.1')} and "
-            f"{option('new_toolchain', '--new-toolchain', 'triton==3.4.0')}",
+            worded(
+                lambda o: (
+                    f"pass {o('old_toolchain', '--old-toolchain', 'triton==3.3.1')} and "
+                    f"{o('new_toolchain', '--new-toolchain', 'triton==3.4.0')}"
+                )
+            ),
         )
     found: dict[int, BenchTarget] = {}
     matched: dict[int, RecordedMatch] = {}
@@ -272,11 +280,11 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
     if options.limit is not None:
         if options.limit < 1:
             raise KtriageError(
-                f"{option('limit', '--limit', options.limit)} bundles nothing",
-                f"give {option('limit', '--limit', 1)} or more (or leave it out: every flagged cell)",
+                worded(lambda o: f"{o('limit', '--limit', options.limit)} bundles nothing"),
+                worded(lambda o: f"give {o('limit', '--limit', 1)} or more (or leave it out: every flagged cell)"),
             )
         for i in order[options.limit :]:
-            skipped[i] = f"left out of the GPU re-run by {option('limit', '--limit', options.limit)}"
+            skipped[i] = worded(lambda o: f"left out of the GPU re-run by {o('limit', '--limit', options.limit)}")
         order = order[: options.limit]
     targets = {i: found[i] for i in order if i in found}
     recorded_targets = {i: matched[i] for i in order if i in matched}

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, spelled, worded
 from ktriage.triage.measure_plan import FIX_VARIANT, MEASURED, RESULTS, SCRIPT, MeasurePlan
 from ktriage.triage.model import (
+    BASELINE_WORDS,
     CellTriage,
     FixSide,
     GpuStep,
@@ -45,7 +46,7 @@ def results_paths(given: Sequence[str]) -> list[Path]:
             found = sorted(inner.glob("*.json"))
             if not found:
                 raise KtriageError(
-                    f"{MEASURED} {p}: no results file (*.json) in {inner}",
+                    joined(MEASURED, f" {p}: no results file (*.json) in {inner}"),
                     f"run the bundle's {SCRIPT} on the GPU host first, then copy its {RESULTS}/ folder back",
                 )
             out += found
@@ -53,7 +54,7 @@ def results_paths(given: Sequence[str]) -> list[Path]:
             out.append(p)
         else:
             raise KtriageError(
-                f"{MEASURED} {p}: no such file or folder",
+                joined(MEASURED, f" {p}: no such file or folder"),
                 "give each results file `ktriage bench --bundle` wrote, or the bundle folder",
             )
     return out
@@ -78,14 +79,23 @@ def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
     bundle = plan.get("bundle") if isinstance(plan, dict) else None
     if not isinstance(bundle, str) or not bundle:
         raise KtriageError(
-            f"{MEASURED} {path}: not the results of a bundle (the run has no bundle in its plan)",
+            worded(
+                lambda o: (
+                    f"{spelled(MEASURED, o)} {path}: not the results of a bundle (the run has no bundle in its plan)"
+                )
+            ),
             "give the results `ktriage bench --bundle DIR/<bundle>` wrote for this triage's bundle",
         )
     name = Path(bundle.rstrip("/")).name
     token = name.rsplit("-", 1)[-1]
     if not re.fullmatch(r"[0-9a-f]{10}", token):
         raise KtriageError(
-            f"{MEASURED} {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
+            worded(
+                lambda o: (
+                    f"{spelled(MEASURED, o)} {path}: the results of bundle {name}, which no triage wrote "
+                    "(its name has no triage token)"
+                )
+            ),
             "give the results of the bundle `ktriage triage OLD NEW ... --bundle DIR` wrote: DIR/results/*.json",
         )
     return name, token
@@ -120,8 +130,8 @@ def _from_verdict(v: Verdict, how: str, text: str, source: str) -> Measured:
 
 def describe(m: Measured) -> str:
     """``same 1.01x [0.98, 1.03] at 99%, 40/40 samples``: the measured column's text."""
-    if m.ratio is None:
-        return m.verdict.replace("_", " ") + (f": {m.text}" if m.text else "")
+    if m.ratio is None:  # why not measured may name an option (left out by limit): a Worded keeps both spellings
+        return worded(lambda o: m.verdict.replace("_", " ") + (f": {spelled(m.text, o)}" if m.text else ""))
     ci = f" [{m.ci_low:.3f}, {m.ci_high:.3f}]" if m.ci_low is not None and m.ci_high is not None else ""
     conf = f" at {m.confidence:.0%}" if m.confidence else ""
     word = "noise (same)" if m.verdict == "same" else m.verdict
@@ -146,10 +156,18 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         name, token = _bundle_of(run, path)
         if token != plan.token:
             raise KtriageError(
-                f"{MEASURED} {path} measured bundle {name} (token {token}), not this triage's (token {plan.token}: "
-                f"{plan.old_toolchain} -> {plan.new_toolchain}, bundles {', '.join(wanted) or 'none'})",
-                "give the results of the bundle `ktriage triage OLD NEW --bundle DIR` wrote for these same files, toolchains "
-                f"and {option('threshold', '--threshold')} (DIR/triage-measure.json names them), or bundle this triage again",
+                joined(
+                    MEASURED,
+                    f" {path} measured bundle {name} (token {token}), not this triage's (token {plan.token}: "
+                    f"{plan.old_toolchain} -> {plan.new_toolchain}, bundles {', '.join(wanted) or 'none'})",
+                ),
+                worded(
+                    lambda o: (
+                        "give the results of the bundle `ktriage triage OLD NEW --bundle DIR` wrote for these "
+                        f"same files, toolchains and {o('threshold', '--threshold')} (DIR/triage-measure.json names them), "
+                        "or bundle this triage again"
+                    )
+                ),
             )
         if name in wanted:
             loaded[name] = (run, cells, path.name)
@@ -177,7 +195,8 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             rgroup = plan.recorded_group(match)
             if rgroup.dirname not in loaded:
                 cell.measured = Measured(
-                    "not_measured", f"no results for bundle {rgroup.dirname} were given ({MEASURED})"
+                    "not_measured",
+                    joined(f"no results for bundle {rgroup.dirname} were given (", MEASURED, ")"),
                 )
                 continue
             cell.measured = _recorded_measured(match, pairs, plan, loaded[rgroup.dirname][2])
@@ -189,7 +208,10 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         group = plan.group_of(target)
         key = (target.op, target.mode, target.input_id, target.backend)
         if group.dirname not in loaded:
-            cell.measured = Measured("not_measured", f"no results for bundle {group.dirname} were given ({MEASURED})")
+            cell.measured = Measured(
+                "not_measured",
+                joined(f"no results for bundle {group.dirname} were given (", MEASURED, ")"),
+            )
             continue
         if target.kind == "artifact":
             cell.measured = _artifact_measured(pairs.get(key), plan, loaded[group.dirname][2])
@@ -370,6 +392,8 @@ def _settle(cell: CellTriage) -> None:
         cell.verdict = "improvement"
     elif cell.verdict != "regression":
         cell.verdict = "unsure_measured"
+    if cell.is_baseline and cell.verdict not in BASELINE_WORDS:  # its verdict's words no longer say it
+        cell.notes.append(f"{cell.backend} is {cell.op}'s baseline: no toolchain compiles it")
 
 
 def _baseline_notes(report: TriageReport) -> list[str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktriage import progress
+from ktriage.errors import joined
 from ktriage.triage.measure_plan import WORKLOAD_GIVEN
 from ktriage.triage.model import CellTriage, TriageReport
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
@@ -115,8 +116,12 @@ def record_missing(report: TriageReport, unplanned: Sequence[int], out_dir: Path
         for r in todo:
             for i in r.cells:
                 report.cells[i].notes.append(
-                    f"not recorded: no TritonBench checkout found to record {r.op} {r.mode} from (set {ENV_TRITONBENCH} "
-                    f"to the folder with run.py, or give {WORKLOAD_GIVEN} from `ktriage record -- {' '.join(r.argv('python'))}`)"
+                    joined(
+                        f"not recorded: no TritonBench checkout found to record {r.op} {r.mode} from (set "
+                        f"{ENV_TRITONBENCH} to the folder with run.py, or give ",
+                        WORKLOAD_GIVEN,
+                        f" from `ktriage record -- {' '.join(r.argv('python'))}`)",
+                    )
                 )
         return []
     written: list[str] = []

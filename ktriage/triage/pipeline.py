@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult, check_shared, compare_cells
 from ktriage.compare.sides import LoadedSide, Side, resolve_side
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
@@ -57,9 +57,9 @@ from ktriage.triage.pricing import choose as choose_pricing
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 from ktriage.wording import plural
 
-# The recorded workloads as triage's notes name them (errors.option): kt.triage(workloads=[...]) and --workload.
-_WORKLOADS = option("workloads", "--workload")
-_WORKLOAD_GIVEN = option("workloads", "--workload", ["W.json"])
+# The recorded workloads as triage's notes name them (errors.worded): kt.triage(workloads=[...]), --workload.
+_WORKLOADS = worded(lambda o: o("workloads", "--workload"))
+_WORKLOAD_GIVEN = worded(lambda o: o("workloads", "--workload", ["W.json"]))
 
 if TYPE_CHECKING:
     from ktriage.explain.fixes import Fix
@@ -425,7 +425,9 @@ def _match_recorded(
     tried = 0
     for c in wanted:
         if options.limit is not None and tried >= options.limit:
-            c.notes.append(f"recorded workloads not searched: left out by {option('limit', '--limit', options.limit)}")
+            c.notes.append(
+                worded(lambda o: f"recorded workloads not searched: left out by {o('limit', '--limit', options.limit)}")
+            )
             continue
         match, notes = match_cell(c, x_vals.get((c.op, c.mode, c.input_id, c.backend)), workloads)
         c.notes += notes
@@ -585,8 +587,8 @@ def _check(options: TriageOptions) -> None:
     check_gate(options.threshold, flag_percent=True)
     if options.limit is not None and options.limit < 1:
         raise KtriageError(
-            f"{option('limit', '--limit', options.limit)} bundles no cell",
-            f"give the number of flagged cells to re-measure, e.g. {option('limit', '--limit', 5)}",
+            worded(lambda o: f"{o('limit', '--limit', options.limit)} bundles no cell"),
+            worded(lambda o: f"give the number of flagged cells to re-measure, e.g. {o('limit', '--limit', 5)}"),
         )
     from ktriage.arch import parse_arch
     from ktriage.toolchain.manager import check_releases_exist
@@ -657,6 +659,11 @@ def _flag(
     baselines = comparison.baseline.per_op
     base_dir = {(p.op, p.mode, p.input_id): _flagged(p, options.threshold) for p in comparison.pairs if p.is_baseline}
     flagged: list[CellTriage] = []
+    # where the kernels of a cell without catalog kernels come from (--workload given), or could
+    looked_for = (
+        joined(": its kernels are looked for in the recorded workloads (", _WORKLOADS, ")") if workloads else ""
+    )
+    could_say = joined(" (a recorded workload of it could say: ", _WORKLOAD_GIVEN, ")")
     for p in comparison.pairs:
         direction = _flagged(p, options.threshold)
         if not direction or p.verdict is None:
@@ -679,31 +686,24 @@ def _flag(
             (p.op, p.mode, p.input_id, p.backend) in singles,
             catalog,
         )
-        if p.is_baseline:
+        if p.is_baseline:  # its verdict says so (model.BASELINE_WORDS); a note would say it again
             cell.is_baseline = True
-            cell.notes.append(
-                f"{p.backend} is {p.op}'s baseline: it moved itself, so the machine or the environment changed"
-            )
         elif base_dir.get((p.op, p.mode, p.input_id)) == direction:
             cell.baseline_moved = True
             cell.notes.append(f"the baseline moved: {baselines.get(p.op)} changed as much at this input")
         if off_catalog:
             cell.notes.append(
-                f"x_val {p.input_label} is none of ktriage's {p.op} inputs, so its catalog kernels are not "
-                "compiled for it"
-                + (
-                    f": its kernels are looked for in the recorded workloads ({_WORKLOADS})"
-                    if workloads
-                    else f" (a recorded workload of it could say: {_WORKLOAD_GIVEN})"
+                joined(
+                    f"x_val {p.input_label} is none of ktriage's {p.op} inputs, so its catalog kernels are not "
+                    "compiled for it",
+                    looked_for or could_say,
                 )
             )
         elif catalog is None and not p.is_baseline:
             cell.notes.append(
-                f"{p.backend} has no kernels in ktriage's catalog"
-                + (
-                    f": its kernels are looked for in the recorded workloads ({_WORKLOADS})"
-                    if workloads
-                    else f": nothing to compile (a recorded workload of it could say: {_WORKLOAD_GIVEN})"
+                joined(
+                    f"{p.backend} has no kernels in ktriage's catalog",
+                    looked_for or joined(": nothing to compile", could_say),
                 )
             )
         flagged.append(cell)
@@ -722,8 +722,12 @@ def _explain_and_bisect(work: _Triage, flagged: list[CellTriage], sides: _Sides)
     old_tc, new_tc = sides.old_tc, sides.new_tc
     if old_tc is None or new_tc is None:
         unknown = [n for n, t in (("old", old_tc), ("new", new_tc)) if t is None]
-        names = " and ".join(option(f"{n}_toolchain", f"--{n}-toolchain") for n in unknown)
-        fix = f"the {' and '.join(unknown)} side's toolchain is unknown (the files do not say): pass {names}"
+        fix = worded(
+            lambda o: (
+                f"the {' and '.join(unknown)} side's toolchain is unknown (the files do not say): pass "
+                + " and ".join(o(f"{n}_toolchain", f"--{n}-toolchain") for n in unknown)
+            )
+        )
         work.failures.append(fix)
         # the cells that have kernels say so themselves: their verdict ("not explained") is this, not a
         # backend without kernels
@@ -781,17 +785,22 @@ def _gpu_needed(report: TriageReport, singles: set[CellKey], sides: _Sides) -> N
         options = report.options
         # the triage's own GPU step, not `ktriage bench` by hand: --bundle plans the flagged cells, their
         # baseline and both toolchains' kernels, and --measured reads the results back into these verdicts
-        how = (
-            ""
-            if not report.cells or options.bundle or options.measure or options.measured
-            else f": this triage again with {option('bundle', '--bundle', 'DIR')} builds it for the GPU host "
-            f"(then `bash DIR/measure.sh` there and this triage with {option('measured', '--measured', ['DIR'])}), "
-            f"or with {option('measure', '--measure', True)} on a GPU host that can build both toolchains"
-        )
+        asked = not report.cells or options.bundle or options.measure or options.measured
         report.gpu_needed.append(
-            "TritonBench files give one number per cell: no confidence interval, so no "
-            "statistical verdict; a side-by-side re-run (both toolchains timed in one GPU process) "
-            "decides the cells marked unsure" + how
+            worded(
+                lambda o: (
+                    "TritonBench files give one number per cell: no confidence interval, so no "
+                    "statistical verdict; a side-by-side re-run (both toolchains timed in one GPU process) "
+                    "decides the cells marked unsure"
+                    + (
+                        ""
+                        if asked
+                        else f": this triage again with {o('bundle', '--bundle', 'DIR')} builds it for the GPU host "
+                        f"(then `bash DIR/measure.sh` there and this triage with {o('measured', '--measured', ['DIR'])}), "
+                        f"or with {o('measure', '--measure', True)} on a GPU host that can build both toolchains"
+                    )
+                )
+            )
         )
     left = report.of("not_compile_side") + report.of("unsure_no_gpu")
     if left:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ktriage.errors import option
+from ktriage.errors import spelled, worded
 from ktriage.measure.cells import RunInfo
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
@@ -49,10 +49,14 @@ class Pricing:
         numbers = pricing_text(list(specs)) or f"priced for {self.sm_count} SMs"
         recorded = sorted({n for n in self.results.values() if n is not None})
         on = "/".join(map(str, recorded))
+        why: str
         if self.source == "given":
-            why = f"as given by {option('sm_count', '--sm-count', self.sm_count)}"
-            if recorded and recorded != [self.sm_count]:
-                why += f"; the results were recorded on {on}"
+            why = worded(
+                lambda o: (
+                    f"as given by {o('sm_count', '--sm-count', self.sm_count)}"
+                    + (f"; the results were recorded on {on}" if recorded and recorded != [self.sm_count] else "")
+                )
+            )
         elif self.source == "results":
             why = (
                 f"the GPU the results were recorded on ({on})"
@@ -60,11 +64,13 @@ class Pricing:
                 else f"the new side's GPU (the old side was recorded on {self.results['old']})"
             )
         else:
-            why = (
-                f"{arch}'s usual part, as the results do not say their GPU's SM count; "
-                f"{option('sm_count', '--sm-count')} prices for another"
+            why = worded(
+                lambda o: (
+                    f"{arch}'s usual part, as the results do not say their GPU's SM count; "
+                    f"{o('sm_count', '--sm-count')} prices for another"
+                )
             )
-        self.text = f"{numbers}, {why}"
+        self.text = worded(lambda o: f"{numbers}, {spelled(why, o)}")
 
     def to_json(self) -> JSONObject:
         return {

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ktriage.compare.sides import LoadedSide
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, spelled, worded
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.gate import check_gate, gate_percent
@@ -676,7 +676,7 @@ def _triage(
         explain.wall_s = (explain.wall_s or 0.0) + timings["explain"]
         explain.detail += f"; causes of the {plural(flagged, 'flagged cell')}"
     if not options.fixes:
-        clock.timed("fixes", None, "not asked (--no-fixes)", "skipped")
+        clock.timed("fixes", None, worded(lambda o: f"not asked: {o('fixes', '--no-fixes', False)}"), "skipped")
     elif "fixes" in timings:
         proposed = sum(len(c.fixes) for c in result.cells)
         clock.timed(
@@ -692,7 +692,7 @@ def _triage(
     why = bisect_skip_reason(options.bisect, [t.spec for t in tcs], result.cells)
     if why is not None:
         clock.timed("bisect", None, why, "skipped")
-        result.notes.append(f"bisect: {why}")
+        result.notes.append(worded(lambda o: f"bisect: {spelled(why, o)}"))
         return
     work = _Triage(topts, say)
     work.toolchains = list(tcs)
@@ -717,7 +717,7 @@ def bisect_skip_reason(asked: bool, specs: Sequence[ToolchainSpec], cells: Seque
     """Why the bisect step does not run (None: it runs): not asked, a side that is no release (a wheel,
     ``triton=host``, a ptxas path: no release range to search), or no real regression."""
     if not asked:
-        return "not asked (--no-bisect)"
+        return worded(lambda o: f"not asked: {o('bisect', '--no-bisect', False)}")
     not_release = [str(s) for s in specs if not s.is_release]
     if not_release:
         return (

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.errors import worded
 from ktriage.triage.model import CellTriage, RecordedKernel, RecordedMatch
 from ktriage.wording import plural
 
@@ -266,8 +267,12 @@ def _own_entry(cell: CellTriage, workloads: Sequence[Loaded]) -> tuple[RecordedM
     if loaded is None:
         names = ", ".join(w.name for w in workloads) or "none given"
         return None, [
-            f"a cell of the recorded bench {cell.op}: its kernels are in that workload's file "
-            f"(--workload {cell.op}.workload.json; given: {names})"
+            worded(
+                lambda o: (
+                    f"a cell of the recorded bench {cell.op}: its kernels are in that workload's file "
+                    f"({o('workloads', '--workload', [f'{cell.op}.workload.json'])}; given: {names})"
+                )
+            )
         ]
     kernel_id = cell.backend.split(":", 1)[0]
     entry = next(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.errors import in_flags
 from tests.conftest import gpu_present
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
         ([*RUN, "old.csv"], "OLD/NEW does not apply to --run"),
         (
             ["triage", "--run", "python train.py", "--old-toolchain", OLD],
-            "command (--run) needs old_toolchain (--old-toolchain) and new_toolchain (--new-toolchain)",
+            "--run needs --old-toolchain and --new-toolchain",  # the command's flags; kt.triage_run's keywords
         ),
         (["triage", "--run", "", "--old-toolchain", OLD, "--new-toolchain", NEW], "--run is empty"),
         (
@@ -270,7 +271,8 @@ def test_the_bisect_step_says_why_it_is_skipped(tmp_path: Path) -> None:
     real, unsure, no_cause = cell(1.3, "regression", True), cell(1.3, "unsure", True), cell(1.2, "regression", False)
     assert real_regressions([real, unsure, no_cause]) == [real]
     assert bisect_skip_reason(True, releases, [real, unsure]) is None  # runs
-    assert bisect_skip_reason(False, releases, [real]) == "not asked (--no-bisect)"
+    skipped = bisect_skip_reason(False, releases, [real])
+    assert skipped == "not asked: bisect=False (--no-bisect)" and in_flags(skipped) == "not asked: --no-bisect"
     why = bisect_skip_reason(True, host, [real])
     assert why is not None and f"triton=host,ptxas={ptxas}, triton=host are not a release" in why
     assert "no cell is slower" in (bisect_skip_reason(True, releases, [unsure]) or "")

@@ -63,8 +63,9 @@ def test_sm_count_prices_the_flagged_cells_and_every_form_says_it(tmp_path: Path
     assert doc["sm_count"] == 66 and doc["options"]["sm_count"] == 66
     assert doc["pricing"]["source"] == "given" and doc["pricing"]["priced"] == [66]  # the kernels explain priced
     assert base["sm_count"] == 132 and base["pricing"]["source"] == "default" and base["options"]["sm_count"] is None
-    said = "priced for 66 SMs, as given by sm_count=66 (--sm-count 66)"
+    said = "priced for 66 SMs, as given by --sm-count 66"  # what the command prints and writes: its flag
     assert said in small.to_markdown() and said in _terminal(small) and said in small.to_html()
+    assert small.pricing is not None and "as given by sm_count=66 (--sm-count 66)" in small.pricing.text
     assert "priced for 132 SMs, sm_90's usual part, as the results do not say their GPU's SM count" in _terminal(usual)
 
 
