@@ -28,6 +28,13 @@ from ktriage.bisect.predicates import (
     check_metric,
 )
 from ktriage.bisect.search import StageResult, StateFile, run_search
+from ktriage.bisect.source_change import (
+    KERNEL_SOURCE,
+    SourceChange,
+    compare_kernel_files,
+    kernel_files,
+    source_file_of,
+)
 from ktriage.bisect.sources import (
     Source,
     git_candidates,
@@ -48,6 +55,7 @@ from ktriage.stats.gate import gate_percent
 from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
+    from ktriage.explain.engine import KernelResult
     from ktriage.predict.model import Prediction
 
 Say = Callable[[str], None]
@@ -771,13 +779,17 @@ def _explain(run: _Run, report: BisectReport) -> None:
         if new is None:
             continue
         cmp = explainer.compare(ref, new)
+        try:
+            source = _source_change(run, final.predecessor, final.culprit, ref, new)
+        except (KtriageError, OSError, ValueError):  # the explain goes on without the kernel's lines
+            source = None
         out.append(
             CulpritKernel(
                 "compiled",
                 kernel,
                 {m: ref.metric(m) for m in EXPLAIN_METRICS},
                 {m: new.metric(m) for m in EXPLAIN_METRICS},
-                cmp.attribution(),
+                KERNEL_SOURCE if source is not None and source.same_toolchain else cmp.attribution(),
                 list(cmp.changes),
                 list(cmp.opcode_changes),
                 opcode_delta_text(cmp),
@@ -787,12 +799,51 @@ def _explain(run: _Run, report: BisectReport) -> None:
                 },
                 cmp.cross_errors,
                 cmp.prediction,
+                source,
             )
         )
     report.explain = out
     note = neutral_culprit_note([e.prediction for e in out if e.prediction is not None])
     if note:
         report.notes.append(note)
+
+
+def _source_change(
+    run: _Run, before: Candidate, after: Candidate, ref: KernelResult, new: KernelResult
+) -> SourceChange | None:
+    """What the kernel's own files changed from ``before`` to ``after`` (:mod:`ktriage.bisect.source_change`):
+    always given where one toolchain compiled both (the change is then the kernel's, not the compiler's),
+    and where the toolchain changed too only when a line of the kernel changed (a Triton commit range
+    whose spec lives in the repository). None for a release range of a fixed kernel."""
+    same = ref.toolchain.id == new.toolchain.id
+    sides = []
+    for cand, result in ((before, ref), (after, new)):
+        root, spec_file = None, None
+        if cand.meta.get("kind") == "git":
+            root = run.workspace.checkout_dir(cand)
+            if run.kernels is not None and run.kernels.repo_spec is not None:
+                spec_file = root / run.kernels.repo_spec
+        package = result.artifact.spec.package
+        source = source_file_of(result.artifact.spec.source, package)
+        if package and source is not None and root is None:
+            root = _package_root(package)
+        files = kernel_files(source, spec_file) if source is not None else [p for p in (spec_file,) if p]
+        sides.append((files, root))
+    names, hunks, unreadable = compare_kernel_files(sides[0][0], sides[1][0], sides[0][1], sides[1][1])
+    requirements = [str(c.meta.get("requirement") or "") for c in (before, after)]
+    release = " -> ".join(requirements) if all(requirements) and requirements[0] != requirements[1] else None
+    change = SourceChange(same, tuple(names), tuple(hunks), release, tuple(unreadable))
+    return change if same or change.hunks else None
+
+
+def _package_root(requirement: str) -> Path | None:
+    """The folder a kernel package release is installed in (compiling it installed it), for naming its files."""
+    from ktriage.spec.packages import ensure_package
+
+    try:
+        return ensure_package(requirement)
+    except KtriageError:
+        return None
 
 
 def neutral_culprit_note(predictions: Sequence[Prediction]) -> str | None:

@@ -17,6 +17,7 @@ from rich.table import Table
 
 import ktriage
 from ktriage.bisect.candidate import Observation
+from ktriage.bisect.explained import CulpritKernel
 from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
 from ktriage.home import portable_path
@@ -63,6 +64,22 @@ def compiles_text(stage: StageResult) -> str:
     if total == now:
         return plural(total, "frontend compile")
     return f"{plural(total, 'frontend compile')} ({now} in this run, {total - now} in earlier runs, read back with --resume)"
+
+
+def stage_line(report: BisectReport, stage: StageResult) -> str:
+    """``12 candidates, 4 rounds, 4 tested after the endpoints, 6 frontend compiles`` (and the samples a
+    time bisect took). The compiles only where the predicate compiles (a compile metric): a ``--command`` or
+    ``--metric latency`` bisect compiles nothing, and its "0 frontend compiles" read as a cache miss count."""
+    parts = [
+        plural(len(stage.candidates), "candidate"),
+        plural(stage.rounds, "round"),
+        f"{stage.tested} tested after the endpoints",
+    ]
+    if report.options.metric not in (None, "latency"):
+        parts.append(compiles_text(stage))
+    if samples := int(stage.cost().get("samples", 0)):
+        parts.append(plural(samples, "sample"))
+    return ", ".join(parts)
 
 
 def stage_summary(stage: StageResult) -> str:
@@ -138,19 +155,19 @@ def to_json(report: BisectReport) -> JSONObject:
 
 @markdown_writer
 def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
+    """The markdown report: the verdict, each stage's table and answer, the explain, then the notes (as the
+    terminal orders them: the answer first, the notes that qualify it after)."""
     lines = [f"# {title}", ""]
     final = report.final
     verdict = "culprit found" if report.found else "no single culprit"
     lines += [f"**{verdict}** — {_md(stage_summary(final))}", ""]
     for name, stage in zip(report.stage_names, report.stages):
-        cost = stage.cost()
         lines += [
             f"## {name}",
             "",
-            (
-                f"{plural(len(stage.candidates), 'candidate')}, {plural(stage.rounds, 'round')}, {stage.tested} tested after the endpoints, "
-                f"{compiles_text(stage)}, {plural(int(cost.get('samples', 0)), 'sample')}"
-            ),
+            _md(
+                stage_line(report, stage)
+            ),  # samples only where taken: a compile-only bisect's "0 samples" said nothing
             "",
             "| # | candidate | decision | confidence | measurements | reason |",
             "|---|---|---|---|---|---|",
@@ -161,16 +178,9 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
                 f"{_md(measurement_text(o))} | {_md(o.reason)} |"
             )
         lines += ["", _md(stage_summary(stage)), ""]
-        if stage.non_monotonic:
-            lines += [
-                "Note: good results after the first bad one (not monotonic): "
-                + ", ".join(_md(stage.candidates[i].label) for i in stage.non_monotonic),
-                "",
-            ]
-        if note := outside_note(stage):
-            lines += [f"Note: {_md(note)}", ""]
-    for note in report.notes:
-        lines += [f"Note: {_md(note)}", ""]
+        if stage is not final:
+            for note in stage_notes(stage):
+                lines += [f"Note: {_md(note)}", ""]
     if report.explain:
         assert final.culprit and final.predecessor
         lines += [
@@ -185,7 +195,11 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
                 f"{_num(p[m])} -> {_num(c[m])}" if p[m] != c[m] else _num(p[m])
                 for m in ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")
             ]
-            lines.append(f"| {_md(e.kernel)} | " + " | ".join(cells) + f" | {_md(e.opcode_delta)} | {e.attribution} |")
+            lines.append(
+                f"| {_md(e.kernel)} | "
+                + " | ".join(cells)
+                + f" | {_md(e.opcode_delta)} | {_md(_attribution_text(e))} |"
+            )
         lines.append("")
         for e in report.explain:
             if e.prediction is not None:
@@ -193,10 +207,10 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
             for sentence in e.sentences:
                 lines.append(f"- {_md(e.kernel)}: {_md(sentence)}")
         lines.append("")
-        if report.explain_note:
-            lines += [report.explain_note, ""]
-    elif report.explain_note:
+    if report.explain_note:
         lines += [report.explain_note, ""]
+    for note in [*stage_notes(final), *report.notes]:
+        lines += [f"Note: {_md(note)}", ""]
     return "\n".join(lines)
 
 
@@ -204,7 +218,30 @@ def _md(text: str) -> str:
     return md_text(text)
 
 
+def _attribution_text(kernel: CulpritKernel) -> str:
+    """The attribution as a reader takes it: the kernel's own source said in words (its JSON key is
+    ``kernel_source``), the compiler's side by name."""
+    return "your kernel's source" if kernel.from_source else kernel.attribution
+
+
+def stage_notes(stage: StageResult) -> list[str]:
+    """A stage's notes: good results after the first bad one, values outside the endpoints' range."""
+    notes = []
+    if stage.non_monotonic:
+        notes.append(
+            "good results after the first bad one (not monotonic): "
+            + ", ".join(stage.candidates[i].label for i in stage.non_monotonic)
+        )
+    if note := outside_note(stage):
+        notes.append(note)
+    return notes
+
+
 def print_report(report: BisectReport, console: Console) -> None:
+    """The terminal report: each stage's table, then the answer (first bad, or the range left open) and the
+    culprit's explain, then the notes that qualify them. The answer leads: the notes came first, and a
+    long note (the culprit is an improvement, predicted neutral) pushed "first bad" below the fold."""
+    final = report.final
     for name, stage in zip(report.stage_names, report.stages):
         table = Table(title=escape(name), title_justify="left")
         add_columns(table, ("#", "candidate", "decision", "conf.", "measurements", "reason"))
@@ -219,20 +256,11 @@ def print_report(report: BisectReport, console: Console) -> None:
                 escape(o.reason),
             )
         console.print(table)
-        console.print(
-            f"{plural(len(stage.candidates), 'candidate')}, {plural(stage.rounds, 'round')}, {stage.tested} tested after the endpoints, "
-            f"{escape(compiles_text(stage))}"
-        )
-        if stage.non_monotonic:
-            console.print(
-                "[yellow]note:[/] good results after the first bad one: "
-                + escape(", ".join(stage.candidates[i].label for i in stage.non_monotonic))
-            )
-        if note := outside_note(stage):
-            console.print(f"[yellow]note:[/] {escape(note)}")
-    for note in report.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
-    final = report.final
+        console.print(escape(stage_line(report, stage)))
+        if stage is not final:  # an earlier stage (a pin bump, bisected further): its answer, then its notes
+            console.print(escape(stage_summary(stage)))
+            for note in stage_notes(stage):
+                console.print(f"[yellow]note:[/] {escape(note)}")
     style = "bold green" if report.found else "bold yellow"
     console.print(f"[{style}]{escape(stage_summary(final))}[/]")
     if report.explain:
@@ -242,7 +270,11 @@ def print_report(report: BisectReport, console: Console) -> None:
             predicted = f"; {e.prediction.text()}" if e.prediction is not None else ""
             console.print(
                 f"  {escape(e.kernel)}: {escape(', '.join(moved) or 'no resource change')}; "
-                f"SASS {escape(e.opcode_delta or 'unchanged')}; attribution: {e.attribution}{escape(predicted)}"
+                f"SASS {escape(e.opcode_delta or 'unchanged')}; attribution: {escape(_attribution_text(e))}{escape(predicted)}"
             )
+            if e.source_change is not None:
+                console.print(f"    {escape(e.source_change.sentence())}")
     if report.explain_note:
         console.print(escape(report.explain_note))
+    for note in [*stage_notes(final), *report.notes]:
+        console.print(f"[yellow]note:[/] {escape(note)}")

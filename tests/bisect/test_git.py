@@ -94,6 +94,11 @@ def test_nested_pin_bump_is_bisected_inside_the_child(tmp_path: Path, toolchain)
     assert final.predecessor.id == repos.child.commits[5]
     assert "raise the default RBLOCK" in final.culprit.label
     assert report.explain and (report.explain[0].culprit["spill_store_bytes"] or 0) > 0
+    # the child commit changed the kernel file the build writes into each checkout: named by its line
+    change = report.explain[0].source_change
+    assert report.explain[0].attribution == "kernel_source" and change is not None
+    (signature,) = [h for h in change.hunks if h.file == "kernels/red.py" and "RBLOCK" in h.new[0]]
+    assert signature.text().endswith("RBLOCK: tl.constexpr = 64): -> ...RBLOCK: tl.constexpr = 256):"), signature
 
 
 def test_k_ary_search_needs_fewer_rounds(tmp_path: Path, toolchain) -> None:

@@ -84,6 +84,10 @@ def test_a_first_bad_predicted_faster_is_said_to_be_no_slowdown(
     data = json.loads(js.read_text())
     assert data["culprit"]["id"] == "3.4.0"
     pred = data["explain"][0]["prediction"]
+    # a release range of one kernel file: the toolchain changed, the kernel did not, and the attribution is the
+    # compiler's (the kernel's source is named only where it changed, or where one toolchain compiled both)
+    assert data["explain"][0]["source_change"] is None
+    assert data["explain"][0]["attribution"] in ("frontend", "ptxas", "both"), data["explain"][0]["attribution"]
     assert pred["kind"] == "improvement", pred
     notes = [n for n in data["notes"] if "not a slowdown" in n]
     assert len(notes) == 1, data["notes"]
@@ -122,3 +126,44 @@ def test_no_note_where_the_change_is_slower_or_its_direction_says_nothing() -> N
     assert improvement_note(_stage([0, 32, 32], "sass:ATOMG"), "sass:ATOMG", [_p(1.0, "neutral")]) is None
     note = improvement_note(_stage([0, 32, 32], "sass:ATOMG"), "sass:ATOMG", [_p(0.8, "improvement")])
     assert note is not None and "— predicted -20% (faster)" in note
+
+
+def test_the_first_bad_answer_leads_and_the_notes_follow_it() -> None:
+    """The terminal printed the improvement note (a long paragraph) above "first bad", so the answer came
+    after its qualification. The answer now leads, in the terminal and the markdown, and the note follows.
+    A fake stage (hand-made observations) with the real note and the real renderers."""
+    from rich.console import Console
+
+    from ktriage.bisect.run import BisectOptions, BisectReport
+    from ktriage.report.bisect import print_report, to_markdown
+
+    stage = _stage([632, 0, 0])
+    note = improvement_note(stage, "spill_store_bytes", [])
+    assert note is not None
+    opts = BisectOptions(source="pypi:triton", good="3.3.1", bad="3.5.0", metric="spill_store_bytes")
+    report = BisectReport(opts, [stage], ["releases"])
+    report.notes.append(note)
+    console = Console(record=True, width=400)
+    print_report(report, console)
+    text = console.export_text()
+    first_bad = "first bad: triton==3.4.0 (after triton==3.3.1)"
+    assert text.index(first_bad) < text.index(f"note: {note}"), text
+    markdown = to_markdown(report)
+    assert markdown.rindex(first_bad) < markdown.index(f"Note: {note}"), markdown
+    assert "0 samples" not in markdown  # a compile-only bisect takes no samples: the count said nothing
+    assert "1 tested after the endpoints, 0 frontend compiles" in text  # a compile metric: the count means something
+
+
+def test_a_command_bisect_reports_no_frontend_compiles() -> None:
+    """A ``--command`` bisect compiles nothing; its stage line said "0 frontend compiles" all the same."""
+    from rich.console import Console
+
+    from ktriage.bisect.run import BisectOptions, BisectReport
+    from ktriage.report.bisect import print_report, to_markdown
+
+    opts = BisectOptions(source="git:.", good="v1", bad="main", command="./check.sh")
+    report = BisectReport(opts, [_stage([0, 1, 1])], ["commits"])
+    console = Console(record=True, width=400)
+    print_report(report, console)
+    for text in (console.export_text(), to_markdown(report)):
+        assert "3 candidates, 1 round, 1 tested after the endpoints\n" in text and "frontend compile" not in text, text

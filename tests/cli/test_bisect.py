@@ -176,6 +176,21 @@ def test_cli_reports_terminal_markdown_json_and_exit_status(tmp_path: Path, tool
     assert data["explain"][0]["culprit"]["spill_store_bytes"] > 0
     text = md.read_text()
     assert "| decision |" in text and repo.culprit[:12] in text and "## explain" in text
+    # the culprit raised RBLOCK in the spec file and one toolchain compiled both commits: the explain names
+    # the kernel's own change, line and all, where it said "attribution: frontend" (a compiler that did not change)
+    (kernel,) = data["explain"]
+    assert kernel["attribution"] == "kernel_source", kernel["attribution"]
+    change = kernel["source_change"]
+    assert change["same_toolchain"] is True and change["files"] == ["spec.toml", "kernels/red.py"], change
+    assert change["hunks"] == [{"file": "spec.toml", "line": 15, "old": ["RBLOCK = 64"], "new": ["RBLOCK = 256"]}]
+    assert {c["attribution"] for c in kernel["changes"] + kernel["opcode_changes"]} == {"kernel_source"}
+    said = "your kernel's source changed: spec.toml:15: RBLOCK = 64 -> RBLOCK = 256"
+    terminal = " ".join(r.stdout.split())
+    assert said in terminal and said in text and "attribution: your kernel's source" in terminal, r.stdout
+    assert "frontend |" not in text and "attribution: frontend" not in terminal
+    # the answer leads, the notes follow it (a note printed above "first bad" pushed the answer down)
+    if "note:" in terminal:
+        assert terminal.index("first bad:") < terminal.index("note:"), r.stdout
 
 
 def _repo_with_a_typo_beside_the_culprit(path: Path, fault: str = "load") -> KernelRepo:
