@@ -248,6 +248,8 @@ class KernelSpec:
                 )
         for pname, value in self.constexprs.items():
             if pname not in self.signature:
+                if check_source:  # most often a parameter the signature left out: say that, with its type
+                    self._check_source(where)
                 raise SpecError(
                     f"{where}: constexprs has {pname!r}, which is not a parameter",
                     f"remove it or add {pname!r} to the signature (parameters: {list(self.signature)})",
@@ -265,6 +267,8 @@ class KernelSpec:
         for pname in self.divisible_by_16:
             maybe_ty = self.signature.get(pname)
             if maybe_ty is None:
+                if check_source:
+                    self._check_source(where)
                 raise SpecError(
                     f"{where}: divisible_by_16 names {pname!r}, which is not a parameter",
                     f"use parameter names from the signature: {list(self.signature)}",
@@ -276,6 +280,8 @@ class KernelSpec:
                 )
         for pname in self.equal_to_1:
             if pname not in self.signature:
+                if check_source:
+                    self._check_source(where)
                 raise SpecError(
                     f"{where}: equal_to_1 names {pname!r}, which is not a parameter",
                     f"use parameter names from the signature: {list(self.signature)}",
@@ -308,16 +314,16 @@ class KernelSpec:
         if self.grid is not None and (len(self.grid) not in (1, 2, 3) or any(g < 1 for g in self.grid)):
             raise SpecError(f"{where}: grid {self.grid} must be 1 to 3 positive integers", "e.g. grid = [132]")
         if check_source:
-            from ktriage.spec.source import (
-                check_signature,
-                read_params,
-                resolve_source_file,
-            )
-
-            path = resolve_source_file(self.source, self.package)
-            params = read_params(path, self.source_function())
-            check_signature(self.signature, params, self.source_function(), where=where)
+            self._check_source(where)
         return self
+
+    def _check_source(self, where: str) -> None:
+        """The signature against the function's parameter list, read from its source with ``ast``."""
+        from ktriage.spec.source import check_signature, read_params, resolve_source_file
+
+        path = resolve_source_file(self.source, self.package)
+        params = read_params(path, self.source_function())
+        check_signature(self.signature, params, self.source_function(), where=where)
 
 
 COMPILE_FIELDS = (

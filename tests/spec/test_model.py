@@ -134,6 +134,29 @@ def test_validate_names_the_field_and_the_fix(kernel_file: Path, changes, messag
     assert fix in (info.value.fix or "")
 
 
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},  # BLOCK's value under constexprs, as the by-types format asks for every constexpr
+        {"constexprs": {"DT": "tl.float32", "ACT": "relu"}, "divisible_by_16": ("x_ptr", "out_ptr", "n", "BLOCK")},
+        {"constexprs": {"DT": "tl.float32", "ACT": "relu", "BLOCK": 1}, "equal_to_1": ("BLOCK",)},
+    ],
+)
+def test_a_parameter_the_signature_left_out_is_named_as_such(kernel_file: Path, changes) -> None:
+    """A signature that leaves out BLOCK, while a value or list names it, was told "constexprs has 'BLOCK',
+    which is not a parameter" with the signature's names as "parameters": BLOCK is one of the function's,
+    and the fix is to add it to the signature, as for any parameter left out."""
+    no_block = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "DT": "constexpr", "ACT": "constexpr"}
+    with pytest.raises(KtriageError) as info:
+        _spec(kernel_file, signature=no_block, **changes).validate()
+    assert "signature lists 5 arguments but my_kernel takes 6" in info.value.problem, info.value.problem
+    assert "add `BLOCK` (type constexpr)" in (info.value.fix or "")
+    # without the source check (no file to read) the field is still named
+    with pytest.raises(KtriageError) as info:
+        _spec(kernel_file, signature=no_block, **changes).validate(check_source=False)
+    assert "'BLOCK', which is not a parameter" in info.value.problem
+
+
 def test_signature_checked_against_source_with_ast(kernel_file: Path) -> None:
     missing_n = {"x_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"}
     with pytest.raises(KtriageError) as info:
