@@ -298,7 +298,7 @@ def _refuse_tritonbench(path: Path, text: str) -> None:
     raise KtriageError(
         f"{path} is a TritonBench {kind}, not a ktriage results file: the store keeps ktriage's runs (every "
         "cell's samples and the run's provenance), and runs import reads only their JSON export",
-        f"compare it where it is (kt.compare(a=..., b=...), or `ktriage compare OLD.{kind.lower()} "
+        f"compare it where it is (kt.compare(old=..., new=...), or `ktriage compare OLD.{kind.lower()} "
         f"NEW.{kind.lower()}`; triage takes it too), or measure with ktriage bench, whose runs land in the store",
     )
 

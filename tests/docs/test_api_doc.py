@@ -47,3 +47,32 @@ def test_every_public_name_is_on_the_page() -> None:
     text = DOC.read_text()
     missing = [name for name in kt.__all__ if not re.search(rf"`kt\.{re.escape(name)}\b", text)]
     assert not missing, f"document in docs/api.md: {missing}"
+
+
+CALL = re.compile(r"kt\.(\w+)\(([^()]*)\)")
+WRONG_ON_PURPOSE = {("explain", "toolchain")}  # the page's example of a keyword refused with "did you mean"
+
+
+def test_every_kt_call_shown_names_keywords_the_function_takes() -> None:
+    """The ``kt.NAME(keyword=...)`` calls the docs and ktriage's own messages show bind: runs import's fix for a
+    TritonBench file said ``kt.compare(a=..., b=...)``, which kt.compare refuses (it takes ``old=``/``new=``)."""
+    import inspect
+
+    import ktriage.api as kt
+
+    root = DOC.parents[1]
+    files = [root / "README.md", *sorted((root / "docs").glob("*.md")), *sorted((root / "ktriage").rglob("*.py"))]
+    wrong = []
+    for path in files:
+        for name, args in CALL.findall(path.read_text()):
+            function = getattr(kt, name, None)
+            if function is None:
+                wrong.append(f"{path.relative_to(root)}: kt.{name} does not exist")
+                continue
+            if inspect.isclass(function) or not callable(function):
+                continue
+            params = inspect.signature(function).parameters
+            for keyword in re.findall(r"(?:^|,)\s*(\w+)=", args):
+                if keyword not in params and (name, keyword) not in WRONG_ON_PURPOSE:
+                    wrong.append(f"{path.relative_to(root)}: kt.{name}({keyword}=...)")
+    assert not wrong, "calls shown that do not bind:\n" + "\n".join(wrong)
