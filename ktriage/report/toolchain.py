@@ -59,11 +59,20 @@ def leftover_lines(leftovers: Sequence[LeftoverEnv]) -> list[str]:
     ]
 
 
+def _triton_origin(tc: Toolchain) -> str:
+    """How the list tells a Triton that is not the PyPI release of its version apart: a local wheel (a build
+    may carry a release's number) was listed as plain ``3.6.0``, one row beside the release's that differed
+    only in the hash of its id."""
+    if tc.spec.triton_host:
+        return " (host)"
+    return " (wheel)" if tc.spec.triton_wheel is not None else ""
+
+
 def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[JSONObject]:
     return [
         {
             "id": tc.id,
-            "triton": tc.triton_version + (" (host)" if tc.spec.triton_host else ""),
+            "triton": tc.triton_version + _triton_origin(tc),
             "ptxas": tc.ptxas_version,
             "from": "bundled" if tc.ptxas_is_bundled else "release" if tc.spec.ptxas_kind == "release" else "path",
             "size": human_size(n),
