@@ -40,6 +40,25 @@ class KtriageError(Exception):
         text = self.problem if not self.fix else f"{self.problem}\n  fix: {self.fix}"
         return text if not self.details else f"{text}\n  details: {self.details}"
 
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[..., KtriageError], tuple[type[KtriageError], tuple[object, ...], dict[str, object]]]:
+        """Pickled as its class, ``args`` and every attribute, rebuilt without calling ``__init__``. Why: errors
+        cross processes (a Ray task's exception comes back pickled), and Python's own reduction calls
+        ``cls(*args)``, which fails for a subclass whose ``__init__`` takes other arguments than the problem
+        (``CudaError(call, name, code)``, ``NothingLoads(unloaded, ...)``): Ray then gave no error but "failed to
+        deserialize", read as a lost node. Here every subclass comes back whole: the problem and fix with both
+        spellings (:class:`Worded`), the details, and its own attributes."""
+        return _rebuilt, (type(self), self.args, dict(self.__dict__))
+
+
+def _rebuilt(cls: type[KtriageError], args: tuple[object, ...], state: dict[str, object]) -> KtriageError:
+    """A pickled :class:`KtriageError` back (:meth:`KtriageError.__reduce__`)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 def option(name: str, flag: str | None = None, value: object = None) -> str:
     """How a message names an option: the library's keyword and the command's flag, both
@@ -69,6 +88,20 @@ def flag(name: str, flag: str | None = None, value: object = None) -> str:
     with no flag, the keyword as :func:`option` words it. Takes :func:`option`'s arguments, so one sentence
     is written once and spelled for either reader (:func:`worded`)."""
     return _flag_text(flag, value) if flag else option(name, None, value)
+
+
+def command(verb: str, spelling: Spelling, *options: tuple[str, str | None, object]) -> str:
+    """How a sentence names a ktriage command with its options, as ``spelling`` names options: :func:`flag`,
+    the command line (``ktriage bisect --metric latency``); :func:`option`, the ``ktriage.api`` function
+    (``kt.bisect with metric='latency' (--metric latency)``). Each option is :func:`option`'s arguments.
+    Why: a note that sends the reader to another verb ("bisect by timing") reaches a Python caller too,
+    who was told to run a command line (``ktriage bisect --metric latency``) from a ``kt.triage(...)``
+    report; written once in a :func:`worded` sentence, each reader gets their own."""
+    named = " ".join(spelling(*o) for o in options)
+    if spelling is flag:
+        return f"ktriage {verb} {named}".strip()
+    api = f"kt.{verb.replace('-', '_')}"
+    return f"{api} with {named}" if named else api
 
 
 def _flag_text(flag: str, value: object) -> str:
@@ -137,6 +170,16 @@ def joined(*parts: str) -> str:
     if not any(isinstance(p, Worded) for p in parts):
         return "".join(parts)
     return Worded("".join(map(str, parts)), "".join(map(in_flags, parts)))
+
+
+def failure_line(error: KtriageError, what: str = "") -> str:
+    """An error as one entry of a report's failures (``what: problem (fix: fix)``), each part keeping its two
+    spellings (:func:`joined`). Why: a step that fails without failing the run (triage's explain, bench or
+    bisect of one group of cells) lists the error among the report's failures, and an f-string of
+    ``exc.problem`` kept the keyword spelling only (the command printed ``old_toolchain='...' (--old-toolchain
+    ...)`` where it takes ``--old-toolchain``) and dropped the fix."""
+    fix: tuple[str, ...] = (" (fix: ", error.fix, ")") if error.fix else ()
+    return joined(f"{what}: " if what else "", error.problem, *fix)
 
 
 class SpecError(KtriageError):

@@ -11,7 +11,8 @@ layers put it at the top, next to ``cli``). Every generator is seeded.
 - :class:`FakeNoisyTimings`, :func:`fake_candidates`: a fake GPU measurement with a known culprit
   for the time bisect (its tests and ``benchmarks/bisect/noisy_bisect.py``);
 - :func:`fake_timing_job`: a fake GPU timing job (the cluster tests' placement checks);
-- :func:`fake_unfit_job`: a fake job that finds some cluster nodes unfit for it (the cluster tests).
+- :func:`fake_unfit_job`: a fake job that finds some cluster nodes unfit for it (the cluster tests);
+- :func:`fake_raising_job`: a fake job that raises the error it is given (the cluster tests: errors pickled back).
 """
 
 from __future__ import annotations
@@ -270,3 +271,10 @@ def fake_unfit_job(unfit_nodes: Sequence[str], log: str | None = None) -> str:
     if node in unfit_nodes:
         raise NodeUnfit("cannot build the toolchain triton==0.0 here (a FAKE reason)", "build it on that node")
     return node
+
+
+def fake_raising_job(error: BaseException) -> None:
+    """A FAKE job that raises ``error`` where it runs: the cluster tests check that a job's error comes back
+    from the node whole (pickled there and back: its problem, fix and own attributes), as a failed job,
+    not as a node the cluster lost."""
+    raise error

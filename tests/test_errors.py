@@ -59,3 +59,26 @@ def test_a_sentence_made_of_worded_parts_keeps_both_spellings() -> None:
     assert spelled("plain", flag) == "plain" and spelled(why, option) == str(why)
     plain = joined("a", "b")
     assert plain == "ab" and not isinstance(plain, Worded)  # no worded part: the plain text
+
+
+def test_a_command_is_the_command_line_for_the_flags_and_the_api_function_for_the_keywords() -> None:
+    from ktriage.errors import command
+
+    assert command("bisect", flag, ("metric", "--metric", "latency")) == "ktriage bisect --metric latency"
+    assert command("bisect", option, ("metric", "--metric", "latency")) == (
+        "kt.bisect with metric='latency' (--metric latency)"
+    )
+    assert command("profile", flag) == "ktriage profile" and command("bisect-step", option) == "kt.bisect_step"
+
+
+def test_a_failure_line_keeps_the_errors_fix_and_both_spellings() -> None:
+    """A report's failure was ``f"{what}: {exc.problem}"``: the fix gone, a worded problem in the keyword spelling."""
+    from ktriage.errors import KtriageError, failure_line
+
+    exc = KtriageError(
+        worded(lambda o: f"no {o('limit', '--limit', 0)}"), worded(lambda o: f"pass {o('limit', '--limit', 5)}")
+    )
+    line = failure_line(exc, "bench B")
+    assert line == "bench B: no limit=0 (--limit 0) (fix: pass limit=5 (--limit 5))"
+    assert in_flags(line) == "bench B: no --limit 0 (fix: pass --limit 5)"
+    assert failure_line(KtriageError("plain")) == "plain" and not isinstance(failure_line(KtriageError("p")), Worded)

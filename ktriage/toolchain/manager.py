@@ -31,7 +31,7 @@ from pathlib import Path
 
 import msgspec
 
-from ktriage.errors import KtriageError, ToolchainError
+from ktriage.errors import KtriageError, ToolchainError, joined
 from ktriage.home import home_lock, home_subdir
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.toolchain import ToolchainRecord
@@ -297,7 +297,10 @@ def check_releases_exist(spec: ToolchainSpec, flag: str) -> None:
     release ktriage supports (``SUPPORTED_TRITON``) or one already built here needs no question; any other
     is looked up with ``pip index versions`` (the versions installable on this interpreter and platform,
     what the build's ``uv pip install`` resolves against; nothing is downloaded). Pre-releases, and an
-    index that does not answer (offline), are let through: only a known "no" is refused."""
+    index that does not answer (offline), are let through: only a known "no" is refused.
+
+    ``flag``: how the message names the option that gave ``spec``; a :class:`~ktriage.errors.Worded` keeps its
+    two spellings (the command prints ``--old-toolchain``, a Python caller reads ``old_toolchain``)."""
     from packaging.version import Version
 
     from ktriage.toolchain import installer
@@ -318,8 +321,11 @@ def check_releases_exist(spec: ToolchainSpec, flag: str) -> None:
         listed = installer.available_versions(package, limit=1000)
         if listed and version not in listed:
             raise ToolchainError(
-                f"{flag} {spec}: {key}=={version} is not on the package index ({package} has no such release "
-                f"for Python {sys.version_info.major}.{sys.version_info.minor} on this platform)",
+                joined(
+                    flag,
+                    f" {spec}: {key}=={version} is not on the package index ({package} has no such release "
+                    f"for Python {sys.version_info.major}.{sys.version_info.minor} on this platform)",
+                ),
                 f"pick one that exists: {key}=={listed[0]}, or one of {', '.join(listed[1:12])}",
             )
 

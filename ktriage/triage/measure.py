@@ -33,7 +33,7 @@ from typing import Any
 
 from ktriage import progress
 from ktriage.atomic import write_atomic
-from ktriage.errors import KtriageError, joined, spelled, worded
+from ktriage.errors import KtriageError, failure_line, joined, spelled, worded
 from ktriage.triage.measure_plan import (
     AA_VARIANT,
     FIX_VARIANT,
@@ -530,7 +530,7 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
                     bench, store_url=options.db, results_path=results, toolchains=records, on_input_done=step.callback
                 )
         except KtriageError as exc:  # this bundle's cells stay unmeasured; the other bundles go on
-            failures.append(f"bench {g.dirname}: {exc.problem}")
+            failures.append(failure_line(exc, f"bench {g.dirname}"))
             if not results.exists():
                 continue
         paths.append(results)
@@ -572,7 +572,7 @@ def _run_recorded(
                 on_entry_done=step.callback,
             )
     except KtriageError as exc:
-        failures.append(f"bench {r.dirname}: {exc.problem}")
+        failures.append(failure_line(exc, f"bench {r.dirname}"))
         if not results.exists():
             return None
     return results

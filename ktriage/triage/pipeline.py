@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult, check_shared, compare_cells
 from ktriage.compare.sides import LoadedSide, Side, resolve_side
-from ktriage.errors import KtriageError, joined, option, worded
+from ktriage.errors import KtriageError, Worded, command, failure_line, flag, joined, option, spelled, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
@@ -209,7 +209,7 @@ class _Triage:
         try:
             toolchains = ensure_toolchains([old, new])
         except KtriageError as exc:
-            self.failures.append(f"toolchains {old} / {new}: {exc.problem}")
+            self.failures.append(failure_line(exc, f"toolchains {old} / {new}"))
             return
         self.toolchains = toolchains
         by_target: dict[tuple[str, str], list[CellTriage]] = defaultdict(list)
@@ -232,7 +232,7 @@ class _Triage:
                     sm_count=self.sm_count,
                 )
             except KtriageError as exc:
-                self.failures.append(f"{what}: {exc.problem}")
+                self.failures.append(failure_line(exc, what))
                 continue
             done = self._engine(specs, toolchains, what)
             if done is None:
@@ -279,7 +279,7 @@ class _Triage:
                 sm_count=self.options.sm_count,  # the fixes' spill-free search (the specs carry the rest)
             )
         except KtriageError as exc:
-            self.failures.append(f"{what}: {exc.problem}")
+            self.failures.append(failure_line(exc, what))
             return None
         self.timings["fixes"] += done.fixes_s
         result = done.result
@@ -397,7 +397,7 @@ class _Triage:
                     )
                 except KtriageError as exc:
                     culprit.error = exc.problem
-                    self.failures.append(f"bisect {source} {good}..{bad} ({what}): {exc.problem}")
+                    self.failures.append(failure_line(exc, f"bisect {source} {good}..{bad} ({what})"))
                 done[key] = culprit
             c.culprit = done[key]
 
@@ -444,6 +444,15 @@ def _replayed(c: CellTriage) -> bool:
     return c.catalog is not None and op is not None and c.backend in op.artifact_backends
 
 
+BISECT_BY_TIMING = worded(lambda o: f"bisect by timing ({command('bisect', o, ('metric', '--metric', 'latency'))})")
+"""Where a slowdown no compile-side change explains is found: ``ktriage bisect --metric latency`` to the command
+line's user, ``kt.bisect with metric='latency' (--metric latency)`` to a Python caller of ``kt.triage``."""
+TIMING_NEXT = worded(lambda o: f"profile the kernels ({command('profile', o)}); {spelled(BISECT_BY_TIMING, o)}")
+TIMING_NEXT_FIRST = worded(
+    lambda o: f"profile the kernels ({command('profile', o)}) before looking elsewhere; {spelled(BISECT_BY_TIMING, o)}"
+)
+
+
 def _predicted_note(
     c: CellTriage, predictions: Sequence[Prediction | None], threshold: float, model: str | None = None
 ) -> None:
@@ -464,26 +473,27 @@ def _predicted_note(
         why = _why_neutral(have, worst, threshold)
         leaning = max((p for p in have if p.lean == "regression"), key=lambda p: p.ratio, default=None)
         if leaning is not None:  # its point says slower, its interval is not sure: the kernel stays a suspect
-            c.notes.append(
+            said = (
                 f"the compile-side change leans toward the slowdown ({measured}; predicted {leaning.percent()} "
                 f"{leaning.interval_text()}: its point beyond the +-{gate_percent(threshold)} gate, its "
-                "interval reaching inside it): profile the kernels (ktriage profile); bisect by timing "
-                "(ktriage bisect --metric latency)"
+                "interval reaching inside it)"
             )
+            c.notes.append(joined(said, ": ", TIMING_NEXT))
             return
         spot = next((p.blind_spot for p in have if p.blind_spot), None)
         if spot is not None:  # the model's known blind spot is in play: the kernel stays the suspect
-            c.notes.append(
+            said = (
                 f"the compile-side change predicts no slowdown ({measured}; {why}), but the kernels' "
-                f"shared-memory accesses changed, which the model cannot price ({spot}): profile the kernels "
-                "(ktriage profile) before looking elsewhere; bisect by timing (ktriage bisect --metric latency)"
+                f"shared-memory accesses changed, which the model cannot price ({spot})"
             )
+            c.notes.append(joined(said, ": ", TIMING_NEXT_FIRST))
             return
-        c.notes.append(
+        said = (
             f"no compile-side change predicts the measured slowdown ({measured}; {why}): "
             "look at the host side, the baseline, the environment; a compile-only bisect would find "
-            "nothing here, bisect by timing (ktriage bisect --metric latency) if the kernel is the suspect"
+            "nothing here, "
         )
+        c.notes.append(joined(said, BISECT_BY_TIMING, " if the kernel is the suspect"))
     elif math.isfinite(c.ratio) and c.ratio < 1.0 / (1.0 + threshold) and worst.kind != "improvement":
         # the mirror of the slowdown above: a speedup no compile-side change predicts is no more the compiler's
         # than such a slowdown (an A/A pair of TritonBench files shows -59 % "improvements" on changed kernels)
@@ -599,7 +609,9 @@ def _check(options: TriageOptions) -> None:
     for name, text in (("old_toolchain", options.old_toolchain), ("new_toolchain", options.new_toolchain)):
         if text and "=" in text:  # a spec (an id or its prefix names a toolchain of one run: checked there)
             # a release that does not exist is refused now, not only once a flagged cell compiles with it
-            check_releases_exist(parse_toolchain(text, check_files=False), option(name, "--" + name.replace("_", "-")))
+            said = "--" + name.replace("_", "-")  # the command's flag; kt.triage's keyword is the name
+            named = Worded(option(name, said), flag(name, said))
+            check_releases_exist(parse_toolchain(text, check_files=False), named)
     gpu.check_options(options)
 
 
@@ -732,7 +744,7 @@ def _explain_and_bisect(work: _Triage, flagged: list[CellTriage], sides: _Sides)
         # the cells that have kernels say so themselves: their verdict ("not explained") is this, not a
         # backend without kernels
         for c in [*slower, *faster]:
-            c.notes.append(f"not compiled: {fix}")
+            c.notes.append(joined("not compiled: ", fix))
         return
     started = time.perf_counter()
     work.explain(flagged if sides.same_toolchain else slower + faster, old_tc, new_tc)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ktriage.compare.sides import LoadedSide
-from ktriage.errors import KtriageError, spelled, worded
+from ktriage.errors import KtriageError, command, failure_line, spelled, worded
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.gate import check_gate, gate_percent
@@ -383,7 +383,7 @@ def run_program(
     try:
         _run(argv, options, report, clock, speak)
     except KtriageError as exc:
-        report.failures.append(exc.problem if not exc.fix else f"{exc.problem} (fix: {exc.fix})")
+        report.failures.append(failure_line(exc))
         clock.skip_rest(f"not run: the {report.steps[-1].name if report.steps else 'first'} step failed")
     return report
 
@@ -419,7 +419,7 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
             result = record(argv, path)
         except KtriageError as exc:  # refused (no GPU here, so nothing launched): a failed step, not a crash
             step.status, step.detail = "failed", exc.problem
-            report.failures.append(f"{exc.problem} (fix: {exc.fix})")
+            report.failures.append(failure_line(exc))
             clock.skip_rest("not run: nothing was recorded")
             return None
         w = result.workload
@@ -450,7 +450,7 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
                 w.require_kernels(str(path))
             except KtriageError as exc:
                 step.detail += f": {exc.problem}" + (f" ({result.gpu_problem})" if result.gpu_problem else "")
-                report.failures.append(f"{exc.problem} (fix: {exc.fix})")
+                report.failures.append(failure_line(exc))
             clock.skip_rest("not run: nothing was recorded")
             return None
         if result.interrupted is not None:
@@ -729,9 +729,11 @@ def bisect_skip_reason(asked: bool, specs: Sequence[ToolchainSpec], cells: Seque
     slower = [c for c in cells if c.ratio > 1 and c.stats_verdict == "regression"]
     if not slower:
         return "no real regression: no cell is slower in the side-by-side samples"
-    return (
-        f"{plural(len(slower), 'cell')} slower side by side, none with a compile-side cause: a compile-only bisect would find "
-        "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)"
+    return worded(
+        lambda o: (
+            f"{plural(len(slower), 'cell')} slower side by side, none with a compile-side cause: a compile-only bisect "
+            f"would find nothing (bisect by timing on the GPU host: {command('bisect', o, ('metric', '--metric', 'latency'))})"
+        )
     )
 
 

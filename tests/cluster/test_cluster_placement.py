@@ -178,3 +178,28 @@ def test_a_port_of_the_cluster_that_is_no_gcs_is_refused_at_once_in_one_line(ray
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith(f"error: cannot connect to the Ray cluster at {wrong}: the port answers"), proc.stderr
     assert "gcs_client.cc" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_jobs_ktriage_error_comes_back_from_the_node_with_its_fix_not_as_a_lost_node(ray_cluster) -> None:
+    """A timing job that raises ``CudaError`` on its GPU node (here a FAKE job raising the real class): Ray
+    pickles the error back, and Python's own reduction could not rebuild this class (its ``__init__`` takes the
+    call, name and code), so Ray answered "failed to deserialize exception": the executor reported the job lost
+    after 3 retries, the pinned worker marked itself lost and failed every later call of the measurement, and
+    the error's fix never arrived. Now the job failed, with its problem and fix; the pinned worker lives on."""
+    from ktriage.measure.driver import CudaError
+    from ktriage.testing import fake_raising_job, fake_timing_job
+
+    error = CudaError("cuLaunchKernel", "CUDA_ERROR_OUT_OF_MEMORY", 2)
+    with RayExecutor(ray_cluster.address) as ex:
+        (failed,) = ex.run([Job("timing", fake_raising_job, (error,))])
+        worker = ex.pinned_worker("timing")
+        try:
+            pinned = worker.call(fake_raising_job, (error,))
+            after = worker.call(fake_timing_job, (["a", "b"], 4, 0))
+        finally:
+            worker.close()
+    for result in (failed, pinned):
+        assert not result.ok and not result.lost, result.error
+        assert result.error.startswith("CudaError: cuLaunchKernel failed: CUDA_ERROR_OUT_OF_MEMORY (2)"), result.error
+        assert f"fix: {error.fix}" in result.error, result.error
+    assert after.ok, after.error  # the worker that raised is not taken for lost: the measurement goes on

@@ -38,3 +38,18 @@ def test_the_notes_name_the_gate_the_user_gave() -> None:
     _predicted_note(leaning, [Prediction(1.04, 1.01, 1.07, "neutral", False, 0.025)], 0.025)
     assert "within the +-2.5% gate" in within.notes[0]
     assert "its point beyond the +-2.5% gate" in leaning.notes[0]
+
+
+def test_the_notes_send_each_reader_to_a_time_bisect_in_its_own_words() -> None:
+    """The notes said "bisect by timing (ktriage bisect --metric latency)" to kt.triage's callers too; the
+    command's report reads the command line, the library's text the api's function and keyword."""
+    from ktriage.errors import in_flags
+
+    leaning, within = _cell(1.10), _cell(1.10)
+    _predicted_note(leaning, [_neutral(1.084, 1.045, 1.125)], 0.05)
+    _predicted_note(within, [_neutral(1.01, 0.98, 1.04)], 0.05)
+    for note in (leaning.notes[0], within.notes[0]):
+        assert "bisect by timing (ktriage bisect --metric latency)" in in_flags(note), in_flags(note)
+        assert "bisect by timing (kt.bisect with metric='latency' (--metric latency))" in note, note
+    assert "profile the kernels (ktriage profile); bisect" in in_flags(leaning.notes[0])
+    assert "profile the kernels (kt.profile); bisect" in leaning.notes[0]

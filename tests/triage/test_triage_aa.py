@@ -142,13 +142,50 @@ def test_a_release_the_index_does_not_have_is_refused_even_when_nothing_is_flagg
     argv = ["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(copy), "--op", "layer_norm", "--mode", "bwd"]
     r = run_cli([*argv, "--old-toolchain", "triton==9.9", "--new-toolchain", "triton==3.4.0"])
     assert r.exit_code == 2, r.output
-    # kt.triage meets the same refusal: the keyword is named as well as the flag (ktriage.errors.option)
-    assert r.problem.startswith(
-        "old_toolchain (--old-toolchain) triton==9.9.0: triton==9.9.0 is not on the package index"
-    )
+    # the command names its own flag; it printed "old_toolchain (--old-toolchain) triton==9.9.0", the library's words
+    assert r.problem.startswith("--old-toolchain triton==9.9.0: triton==9.9.0 is not on the package index"), r.problem
     assert "pick one that exists: triton==3.6.0" in (r.fix or "")
+    # kt.triage meets the same refusal: the keyword is named as well as the flag (ktriage.errors.option)
+    import ktriage.api as kt
+    from ktriage.errors import ToolchainError
+
+    with pytest.raises(ToolchainError) as info:
+        kt.triage(old=argv[1], new=argv[2], op="layer_norm", mode="bwd", old_toolchain="triton==9.9")
+    assert info.value.problem.startswith(
+        "old_toolchain (--old-toolchain) triton==9.9.0: triton==9.9.0 is not on the package index"
+    ), info.value.problem
     asked.clear()
     r = run_cli([*argv, "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"])
     assert r.exit_code == 0 and asked == [], r.output  # supported: no question to the index
     r = run_cli([*argv, "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0,ptxas==12.99.1"])
     assert r.exit_code == 0 and asked == ["nvidia-cuda-nvcc-cu12"], r.output  # no answer: let through
+
+
+def test_a_toolchain_that_cannot_be_built_is_a_failure_that_names_its_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    """A step that fails without failing the triage lists its error among the report's failures: the line kept
+    the problem only (``exc.problem`` in an f-string), so "ptxas binary /nonexistent/ptxas does not exist" came
+    without the toolchain's fix."""
+    argv = ["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(DATA / "layer_norm_bwd_run2.csv")]
+    more = ["--op", "layer_norm", "--mode", "bwd", "--no-bisect", "--format", "json"]
+    spec = "triton==3.4.0,ptxas=/nonexistent/ptxas"
+    code = main([*argv, "--old-toolchain", spec, "--new-toolchain", "triton==3.4.0", *more])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 4 and not report["complete"]
+    (failure,) = report["failures"]
+    assert failure.startswith(f"toolchains {spec} / triton==3.4.0: ptxas binary /nonexistent/ptxas does not exist")
+    assert "(fix: check the path, e.g. ptxas=" in failure, failure
+
+
+def test_the_cells_not_compiled_name_the_commands_flags_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without toolchains the flagged cells say why they were not compiled, by the failure's text: an f-string
+    of the worded failure kept the library's spelling, so the command's table told its user to pass
+    ``old_toolchain (--old-toolchain)``; the JSON (what kt.triage's callers read too) keeps both spellings."""
+    argv = ["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(DATA / "layer_norm_bwd_run2.csv")]
+    assert main([*argv, "--format", "markdown"]) == 4
+    markdown = capsys.readouterr().out
+    said = "not compiled: the old and new side's toolchain is unknown (the files do not say): pass --old-toolchain"
+    assert said in markdown and "old_toolchain (" not in markdown, markdown
+    assert main([*argv, "--format", "json"]) == 4
+    cells = json.loads(capsys.readouterr().out)["cells"]
+    notes = [n for c in cells for n in c["notes"] if n.startswith("not compiled")]
+    assert notes and all("pass old_toolchain (--old-toolchain) and new_toolchain (--new-toolchain)" in n for n in notes)
