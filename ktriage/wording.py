@@ -21,3 +21,12 @@ def agree(n: int, one: str, many: str) -> str:
 def plural(n: int, noun: str, nouns: str | None = None) -> str:
     """``n`` and the noun, singular for exactly one: "1 cell", "0 cells", "2 cells"."""
     return f"{n} {agree(n, noun, nouns or noun + 's')}"
+
+
+def plus_minus(size: str) -> str:
+    """``plus_minus("5%")`` is "±5%": a symmetric band (the gate, a model's interval, a tie tolerance).
+
+    Why one home: the same gate read "+-10% gate" in explain's and bisect's notes and "±10%" in triage's
+    setup line, side by side in one triage report; a reader wonders whether they are two gates. One
+    spelling, the sign a reader knows; the JSON keeps its numbers (``threshold``), never this text."""
+    return f"±{size}"

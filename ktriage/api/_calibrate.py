@@ -25,7 +25,7 @@ from ktriage.brief import brief
 from ktriage.errors import FormatError, KtriageError, option
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling, held_out_groups
 from ktriage.predict.model import DEFAULT_THRESHOLD
-from ktriage.stats.gate import check_gate, gate_percent
+from ktriage.stats.gate import check_gate, gate_band
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
@@ -69,14 +69,14 @@ class CalibrateReport:
                 why = "--no-cv"
             lines.append(
                 f"in sample, not held out ({why}): how well the model fits the {cells} it was fitted on, "
-                f"not how well it predicts others (gate +-{gate_percent(self.threshold)}):\n\n"
+                f"not how well it predicts others (gate {gate_band(self.threshold)}):\n\n"
                 + cal.scores.markdown()
                 + "\n"
             )
         elif cal.scores is not None:
             lines.append(
                 f"leave-one-operator-out over {plural(operators, 'operator')}, {cells} "
-                f"(gate +-{gate_percent(self.threshold)}; operators that launch a kernel of the same name are held out "
+                f"(gate {gate_band(self.threshold)}; operators that launch a kernel of the same name are held out "
                 f"together: {plural(groups, 'group')}):\n\n"
             )
             lines.append(cal.scores.markdown() + "\n")

@@ -51,7 +51,7 @@ from ktriage.execute.base import Executor, remote_label
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
 from ktriage.schema.jsontypes import JSONObject, JSONValue
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
@@ -852,7 +852,7 @@ def neutral_culprit_note(predictions: Sequence[Prediction]) -> str | None:
     its interval not), it says so: weaker than a call, stronger than "within the gate"."""
     if not predictions or any(p.kind != "neutral" for p in predictions):
         return None
-    gate = f"+-{gate_percent(predictions[0].threshold)} gate"
+    gate = f"{gate_band(predictions[0].threshold)} gate"
     leaning = [p for p in predictions if p.lean == "regression"]
     where = (
         f"its point leans slower, {max(leaning, key=lambda p: p.ratio).percent()}, but the interval reaches "

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ktriage.predict.model import Prediction, lean_text, pct
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import ExplainResult
@@ -70,16 +70,16 @@ def gate_line(threshold: float, model: ModelUsed | None = None) -> str:
     ``model``, what its intervals cover (80 % of held-out measurements: "wholly beyond" is that sure)."""
     coverage = f" ({model.coverage_text()})" if model is not None else ""
     return (
-        f"Gate: +-{gate_percent(threshold)} (--threshold): a change is a regression or an improvement only where its "
+        f"Gate: {gate_band(threshold)} (--threshold): a change is a regression or an improvement only where its "
         f"predicted interval lies wholly beyond it{coverage}"
     )
 
 
 def prediction_text(predictions: Sequence[Prediction | None], inputs: Sequence[str] = ()) -> str:
-    """The words a bullet ends with: "predicted +450 % [+300 %, +600 %]: +400 %: 698 more LDL in the
-    main loop (local memory (spills))", "change predicted neutral (+1 % [-3 %, +5 %]; within the
-    +-5 % gate)", or, where the point is beyond the gate and the interval is not, "change predicted neutral
-    (-8 % [-11 %, -4.6 %]; leans faster: the point is beyond the +-5% gate, the interval reaches inside it; 4 of 21
+    """The words a bullet ends with: "predicted +450% [+300%, +600%]: 698 more LDL in the main loop (local
+    memory (spills)), +400% on its own", "change predicted neutral (+1% [-3%, +5%]; within the ±5% gate)", or,
+    where the point is beyond the gate and the interval is not, "change predicted neutral (-8% [-11%, -4.6%];
+    leans faster: the point is beyond the ±5% gate, the interval reaches inside it; 4 of 21
     such held-out leans measured faster in the calibration)". ``inputs``: the predictions' input labels; where
     the inputs' predictions differ, the bullet's (the largest) names its input: a sweep's bullet also names the
     input of its worst resource change, which need not be the same one."""
@@ -88,7 +88,7 @@ def prediction_text(predictions: Sequence[Prediction | None], inputs: Sequence[s
         return ""
     have = [p for p in predictions if p is not None]
     kind = predicted_kind(predictions)
-    gate = f"+-{gate_percent(w.threshold)} gate"
+    gate = f"{gate_band(w.threshold)} gate"
     if kind == "change":
         if all(p.identical for p in have):
             return "identical kernels: change predicted neutral"

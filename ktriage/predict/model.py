@@ -94,7 +94,7 @@ from ktriage.arch import parse_arch
 from ktriage.errors import FormatError, SpecError
 from ktriage.predict.facts import KernelFacts, LoopFacts
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 
 PARAMS_FILE = Path(__file__).with_name("params.json")
 MODEL_ENV = "KTRIAGE_MODEL"
@@ -703,7 +703,14 @@ class Contributor:
     evidence: str
 
     def text(self) -> str:
-        return f"{self.share * 100:+.0f}%: {self.evidence}"
+        """``1134 more LDL/STL in the main loop (local memory (spills)), +304% on its own``: the one home of
+        how a contributor reads, wherever a prediction is written (explain, bisect, triage, fixes).
+
+        Why the evidence first and "on its own": written ``+304%: 1134 more ...`` right after the prediction's
+        own ``predicted +467% [+449%, +486%]``, two percentages stood in a row with different meanings (the
+        kernel's predicted change, then this aspect's), and a -23% contributor of a +4% prediction read as a
+        second prediction. The share is how much this aspect alone moves the new kernel's time."""
+        return f"{self.evidence}, {self.share * 100:+.0f}% on its own"
 
     def to_json(self) -> JSONObject:
         return {"aspect": self.aspect, "share": round(self.share, 4), "evidence": self.evidence, "text": self.text()}
@@ -749,7 +756,8 @@ class Prediction:
         return interval_text(self.low, self.high, self.threshold)
 
     def text(self, limit: int = 3, *, blind_spot: bool = True, at: str = "") -> str:
-        """``predicted +38% [+25%, +52%]: +30%: 830 more LDL/STL in the main loop; ...``; ``at``: which
+        """``predicted +38% [+25%, +52%]: 830 more LDL/STL in the main loop (local memory (spills)), +30% on its
+        own; ...`` (``Contributor.text``); ``at``: which
         input of several this is (``at N=8192, the largest of 8 inputs``)."""
         if self.identical:
             return "identical kernels: no change predicted"
@@ -874,7 +882,7 @@ def lean_text(lean: str, threshold: float, params: Params | None = None) -> str:
     how many of its held-out leans that side measured so (``Params.cv["leans"]``): a lean is weak evidence
     (held out, most of the leans to faster were Liger's layer_norm bwd at N >= 8704, which measure the same)."""
     side = "slower" if lean == "regression" else "faster"
-    words = f"leans {side}: the point is beyond the +-{gate_percent(threshold)} gate, the interval reaches inside it"
+    words = f"leans {side}: the point is beyond the {gate_band(threshold)} gate, the interval reaches inside it"
     counts = ((params.cv.get("leans") or {}).get(lean) or {}) if params else {}
     if counts.get("neutral") and params and params.cv.get("threshold") == threshold:
         words += (

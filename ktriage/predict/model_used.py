@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ktriage.predict.model import load_params, model_path
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plus_minus
 
 SHIPPED = "the shipped model"
 
@@ -44,12 +45,12 @@ class ModelUsed:
         return f"predicted intervals cover {self.level * 100:g}% of {which}"
 
     def width_text(self) -> str:
-        """``+-3.4%``: the interval's half-width (at a tiny effect, when it grows with the effect)."""
-        half = f"+-{math.expm1(self.interval_a) * 100:.1f}%"
+        """``±3.4%``: the interval's half-width (at a tiny effect, when it grows with the effect)."""
+        half = plus_minus(f"{math.expm1(self.interval_a) * 100:.1f}%")
         return half if self.interval_b == 0 else f"{half} at a tiny effect, wider with it"
 
     def line(self, coverage: bool = False) -> str:
-        """``Model: the shipped model (predicted intervals +-3.4%)``: every report's header line; with
+        """``Model: the shipped model (predicted intervals ±3.4%)``: every report's header line; with
         ``coverage`` (a report whose gate line does not say it: triage's) ``...; predicted intervals cover
         80% of held-out measurements``."""
         return f"Model: {self.label} (predicted intervals {self.width_text()})" + (

@@ -30,13 +30,13 @@ from ktriage.measure.cells import Cell
 from ktriage.order import natural_key
 from ktriage.report.markdown import COLUMNS_TEXT, fmt_ci, fmt_ms, fmt_pct, headline, quoted
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 
 
 def _env() -> Environment:
     # The template sits beside this module: pyproject's package-data ships "*.j2" of each package.
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["html", "j2"]))
-    env.filters["gate"] = gate_percent  # the gate as the user gave it ("2.5%"), as every report writes it
+    env.filters["gate"] = gate_band  # the gate as the user gave it ("±2.5%"), as every report writes it
     return env
 
 
@@ -106,7 +106,7 @@ def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -
     return line_chart(
         [lab for _, lab in xs],
         series,
-        title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: +-{gate_percent(c.config.threshold)} gate)",
+        title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: {gate_band(c.config.threshold)} gate)",
         y_label="new / ref",
         log_y=True,
         band=(1 / g, g),

@@ -12,7 +12,7 @@ from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 from ktriage.wording import agree, plural
 
 
@@ -60,11 +60,11 @@ COLUMNS_TEXT = "ms: each side's median; change: Hodges-Lehmann new/ref, not the 
 
 
 def method_text(c: Comparison) -> str:
-    """``gate +-5%, 95% confidence, Mann-Whitney U on raw samples; ms: ...``: what a verdict of ``c`` and its
+    """``gate ±5%, 95% confidence, Mann-Whitney U on raw samples; ms: ...``: what a verdict of ``c`` and its
     row's numbers mean, said after its headline in every output (the gate decides regression from same;
     --threshold moves it; ``COLUMNS_TEXT``)."""
     return (
-        f"gate +-{gate_percent(c.config.threshold)}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw"
+        f"gate {gate_band(c.config.threshold)}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw"
         f" samples; {COLUMNS_TEXT}"
     )
 

@@ -15,7 +15,7 @@ from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.predict.calibration import CellResult
 from ktriage.predict.model_used import ModelUsed
 from ktriage.predict.scoring import Scoring, disagreement
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 from ktriage.wording import plural
 
 MISSES_SHOWN = 15
@@ -31,7 +31,7 @@ def header(scoring: Scoring, model: ModelUsed, cells: int, operators: int) -> st
     return (
         f"{model.label} (fitted on {scoring.params.fitted_on}; predicted intervals {model.width_text()}), "
         f"not refitted, on {plural(cells, 'cell')} of {plural(operators, 'operator')} "
-        f"(gate +-{gate_percent(scoring.threshold)}; each cell predicted as ktriage explain predicts it)"
+        f"(gate {gate_band(scoring.threshold)}; each cell predicted as ktriage explain predicts it)"
     )
 
 

@@ -128,7 +128,7 @@ def _row(c: Comparison, p: PairResult) -> list[str]:
         fmt_pct(v.ratio),
         fmt_ci(p),
         kind,
-        escape(v.reason if p.kind == "unsure" else ""),
+        escape(v.why() if p.kind == "unsure" else ""),
     ]
 
 

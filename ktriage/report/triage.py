@@ -29,7 +29,7 @@ from ktriage.report.markdown import baseline_markdown, not_compared_rows
 from ktriage.report.rich_table import add_columns
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_baseline, print_not_compared_groups
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 from ktriage.triage.model import CHANGES_PREFIX, CellTriage, SweepRow, TriageReport, changes_said
 from ktriage.wording import plural
 
@@ -98,7 +98,7 @@ def setup_line(report: TriageReport, code: Callable[[str], str] = str, text: Cal
     old, new = code(report.old_toolchain or "unknown"), code(report.new_toolchain or "unknown")
     pricing = f"; {text(in_flags(report.pricing.text))}" if report.pricing is not None and report.pricing.text else ""
     return (
-        f"Toolchains: {old} -> {new}; gate ±{gate_percent(report.options.threshold)}; "
+        f"Toolchains: {old} -> {new}; gate {gate_band(report.options.threshold)}; "
         f"target {text(report.options.arch)}{pricing}."
     )
 
@@ -349,7 +349,7 @@ def sweep_charts(report: TriageReport) -> list[str]:
                 log_y=True,
                 band=(1 / gate, gate),
                 ref_line=1.0,
-                title=f"{op} {mode}: new/old latency ratio (band: the ±{gate_percent(report.options.threshold)} gate)"
+                title=f"{op} {mode}: new/old latency ratio (band: the {gate_band(report.options.threshold)} gate)"
                 + thinned,
                 css_class="chart ratio-chart",
             )

@@ -21,7 +21,7 @@ from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
-from ktriage.wording import plural
+from ktriage.wording import plural, plus_minus
 
 if TYPE_CHECKING:
     from ktriage.predict.model_used import ModelUsed
@@ -156,7 +156,7 @@ def ties_legend(params: Params | None = None) -> str:
     reason of a tied row says "tied with N others", but a reader of the estimate column alone saw the ranks
     out of order. ``params``: the model that ranked them (its tolerance is the one stated)."""
     return (
-        f"tied: estimates within the model's +-{tie_fraction(params):.1%} of the best, which it cannot tell apart; "
+        f"tied: estimates within the model's {plus_minus(f'{tie_fraction(params):.1%}')} of the best, which it cannot tell apart; "
         "these rank by the smallest change from the library's config, not by estimate, so a tied row can rank "
         "above one with a lower estimate. The GPU's timing decides among them."
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 from ktriage.errors import KtriageError, option
+from ktriage.wording import plus_minus
 
 NOISE_FLOOR = 0.01  # a gate below the GPU's run-to-run spread (about 1 %) only flags noise
 
@@ -26,6 +27,12 @@ def gate_percent(threshold: float) -> str:
     "+-2%" and 0.125 "+-12%", a gate the user did not give. Rounded to 1e-4 % first: 0.07 * 100 is
     7.000000000000001 in floating point, and is "7%"."""
     return f"{round(threshold * 100, 4):g}%"
+
+
+def gate_band(threshold: float) -> str:
+    """The gate as a band around no change, "±5%" for 0.05: how every report names it ("the ±5% gate",
+    "Gate: ±5%"); :func:`ktriage.wording.plus_minus` says why one spelling."""
+    return plus_minus(gate_percent(threshold))
 
 
 def check_gate(

@@ -26,7 +26,7 @@ Decision (G = 1 + threshold, in log space so slowdowns and speedups are symmetri
                 by the gate), which no mixture or noise can explain away.
 
 As samples accumulate the interval shrinks, so the decision boundary converges to the gate itself;
-a change of exactly the gate size is flagged, one of 4.5% measured to +-0.1% is "same".
+a change of exactly the gate size is flagged, one of 4.5% measured to ±0.1% is "same".
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 from scipy import stats as _sps
 
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 
 VerdictKind = Literal["regression", "improvement", "same", "unsure"]
 
@@ -129,6 +129,18 @@ class Verdict:
     confidence: float = DEFAULT_CONFIG.confidence
     flags: list[str] = field(default_factory=list)  # e.g. "bimodal_ref", "noisy_new", "separated"
     settled: bool = False  # bimodal/noisy judged on enough samples (config.settle_samples) to be final
+    # the reason less the numbers a table row shows beside it (change, CI): ``why``; not in the JSON
+    note: str = ""
+
+    def why(self) -> str:
+        """What a table row with change and CI columns says after them (compare's "why"): the ``reason``
+        without its change and interval, "interval straddles the ±5% gate; more samples would decide".
+
+        Why apart from ``reason``: the reason is a whole sentence for places that show no numbers (the
+        markdown's and HTML's unsure lists, bisect's notes, the JSON), and in compare's table it read
+        "+1.6% (99% CI [+0.6%, +2.6%], U-test p=0.001): interval straddles ..." next to the "+1.6%" and
+        "[+0.6%, +2.6%]" columns. A verdict read back from JSON has no note: its reason, whole."""
+        return self.note or self.reason
 
     @property
     def resolvable(self) -> bool:
@@ -140,6 +152,7 @@ class Verdict:
 
     def to_json(self) -> JSONObject:
         out = asdict(self)
+        del out["note"]  # the reason says it all; ``why`` is a table's shorter form of it
         out["resolvable"] = self.resolvable
         # JSON has no inf/nan: encode them as null so every consumer can parse the file.
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
@@ -364,9 +377,11 @@ def _decide(
         # One value a side (TritonBench's p50) is a number, not a sample: say so, and flag it.
         single = min(a.size, b.size) == 1
         why = "; a single value (no samples, e.g. TritonBench's p50) gives no confidence" if single else ""
+        few = f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each{why})"
         return Verdict(
             "unsure",
-            reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each{why}): {head}",
+            reason=f"{few}: {head}",
+            note=few,
             unsure_cause="few_samples",
             flags=["single_value"] if single else [],
             **full,
@@ -407,16 +422,18 @@ def _decide(
                 **full,
             )
         settled = min(a.size, b.size) >= config.settle_samples
+        unreliable = f"{'; '.join(problems)}: a location comparison is unreliable"
         return Verdict(
             "unsure",
-            reason=f"{'; '.join(problems)}: a location comparison is unreliable ({head})",
+            reason=f"{unreliable} ({head})",
+            note=unreliable,
             unsure_cause=cause,
             flags=flags,
             settled=settled,
             **full,
         )
 
-    gate_txt = f"+-{gate_percent(config.threshold)} gate"
+    gate_txt = f"{gate_band(config.threshold)} gate"
     if lo >= 1 / g and hi <= g:
         what = "a real change but inside the" if p < config.alpha else "no change beyond the"
         return Verdict("same", reason=f"{head}: {what} {gate_txt}", **full)
@@ -426,6 +443,7 @@ def _decide(
         return Verdict(
             "unsure",
             reason=f"{head}: interval above the gate but U test not significant",
+            note=f"interval above the gate but U test not significant (p={p:.2g})",
             unsure_cause="not_significant",
             **full,
         )
@@ -435,12 +453,14 @@ def _decide(
         return Verdict(
             "unsure",
             reason=f"{head}: interval below the gate but U test not significant",
+            note=f"interval below the gate but U test not significant (p={p:.2g})",
             unsure_cause="not_significant",
             **full,
         )
     return Verdict(
         "unsure",
         reason=f"{head}: interval straddles the {gate_txt}; more samples would decide",
+        note=f"interval straddles the {gate_txt}; more samples would decide",
         unsure_cause="straddles_gate",
         **full,
     )

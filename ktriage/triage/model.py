@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from ktriage.compare.not_compared import not_compared_json
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.stats.gate import gate_percent
+from ktriage.stats.gate import gate_band
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
@@ -448,7 +448,7 @@ class BaselineMoves:
         more = f" and {len(self.moved) - self.SHOWN} more" if len(self.moved) > self.SHOWN else ""
         head = (
             f"the baseline moved: {self.backend} ({self.op} {self.mode}), which no toolchain compiles, changed past "
-            f"the ±{gate_percent(self.threshold)} gate at {len(self.moved)} of {self.inputs} inputs ({shown}{more}): "
+            f"the {gate_band(self.threshold)} gate at {len(self.moved)} of {self.inputs} inputs ({shown}{more}): "
             "the machine or the environment changed between the runs"
         )
         if not self.flagged_here:
@@ -621,7 +621,7 @@ class TriageReport:
             m = [c.measured.verdict if c.measured else "not_measured" for c in self.cells]
             return (
                 f"{plural(len(self.regressions), 'regression')} after the GPU re-run; {plural(flagged, 'cell')} of {self.compared} past the "
-                f"{gate_percent(self.options.threshold)} gate, measured side by side: {m.count('regression')} slower, "
+                f"{gate_band(self.options.threshold)} gate, measured side by side: {m.count('regression')} slower, "
                 f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
                 f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
                 f"compile-side cause" + self._not_compared_text()
@@ -630,7 +630,7 @@ class TriageReport:
         base_text = f" ({base} of them the baseline's)" if base else ""
         return (
             f"{plural(n['regression'], 'compile-side regression')}; {plural(flagged, 'cell')} of {self.compared} past the "
-            f"{gate_percent(self.options.threshold)} gate{base_text}: {n['not_compile_side']} no compile-side change, "
+            f"{gate_band(self.options.threshold)} gate{base_text}: {n['not_compile_side']} no compile-side change, "
             f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
             f"{plural(n['improvement'], 'improvement')}" + self._not_compared_text()
         )

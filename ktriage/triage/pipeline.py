@@ -39,7 +39,7 @@ from ktriage.ops import registry
 from ktriage.predict.model_used import model_used
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.sms import price_for
-from ktriage.stats.gate import check_gate, gate_percent
+from ktriage.stats.gate import check_gate, gate_band
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
     BaselineMove,
@@ -475,7 +475,7 @@ def _predicted_note(
         if leaning is not None:  # its point says slower, its interval is not sure: the kernel stays a suspect
             said = (
                 f"the compile-side change leans toward the slowdown ({measured}; predicted {leaning.percent()} "
-                f"{leaning.interval_text()}: its point beyond the +-{gate_percent(threshold)} gate, its "
+                f"{leaning.interval_text()}: its point beyond the {gate_band(threshold)} gate, its "
                 "interval reaching inside it)"
             )
             c.notes.append(joined(said, ": ", TIMING_NEXT))
@@ -513,7 +513,7 @@ def _why_neutral(have: Sequence[Prediction], worst: Prediction, threshold: float
     prediction and its interval within the gate."""
     if all(p.identical for p in have):
         return "the kernels are identical"
-    return f"predicted {worst.percent()} {worst.interval_text()}, within the +-{gate_percent(threshold)} gate"
+    return f"predicted {worst.percent()} {worst.interval_text()}, within the {gate_band(threshold)} gate"
 
 
 def _improvement_recall(model: str | None) -> str:
@@ -834,7 +834,7 @@ def _left_unsure(cells: Sequence[CellTriage], threshold: float) -> str:
     if changed:
         parts.append(
             f"{len(changed)} whose kernels changed compile-side, predicted neutral (within the "
-            f"±{gate_percent(threshold)} gate): noise, the machine or the environment, or a cost the model does not price"
+            f"{gate_band(threshold)} gate): noise, the machine or the environment, or a cost the model does not price"
         )
     if same:
         parts.append(f"{len(same)} with no compile-side change: noise, the baseline or the environment")

@@ -38,7 +38,7 @@ from ktriage.compare.sides import LoadedSide
 from ktriage.errors import KtriageError, command, failure_line, spelled, worded
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.stats.gate import check_gate, gate_percent
+from ktriage.stats.gate import check_gate, gate_band
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 from ktriage.wording import agree, plural
@@ -669,7 +669,7 @@ def _triage(
         "compare",
         timings.get("compare"),
         f"{plural(result.compared, 'cell')} compared, {flagged} past the "
-        f"±{gate_percent(options.threshold)} gate (both sides from one GPU process)",
+        f"{gate_band(options.threshold)} gate (both sides from one GPU process)",
     )
     explain = report.step("explain")
     if explain is not None and "explain" in timings:

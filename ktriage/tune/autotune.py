@@ -63,7 +63,7 @@ from ktriage.predict.configs import (
 )
 from ktriage.predict.model import Params, load_params
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.wording import plural
+from ktriage.wording import plural, plus_minus
 
 # The estimates live in ktriage.predict.configs, the one model of `ktriage tune` and this hook; these
 # names stay importable from here (the documented API).
@@ -591,7 +591,7 @@ class SpillAwarePrune:
         tied = set(ranked[:n_tied])
         tie = (
             f"; tied with {plural(n_tied - 1, 'other')} within the model's "
-            f"+-{tie_fraction(self.params):.1%}: the smaller change from the first config ranks first"
+            f"{plus_minus(f'{tie_fraction(self.params):.1%}')}: the smaller change from the first config ranks first"
         )
         order = ranked + unscreened
         winners = set(order[: self.keep])

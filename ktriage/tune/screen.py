@@ -39,7 +39,7 @@ from ktriage.spec.model import KernelSpec
 from ktriage.spec.sms import spec_sm_count
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig
-from ktriage.wording import plural
+from ktriage.wording import plural, plus_minus
 
 
 @dataclass
@@ -390,7 +390,7 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int, params: Para
     default = next((c.config for c in cands if c.is_default), None)
     viable, n_tied = ties_first(unique, default, default_stages, params)
     tie = (
-        f"; tied with {plural(n_tied - 1, 'other')} within the model's +-{tie_fraction(params):.1%}: "
+        f"; tied with {plural(n_tied - 1, 'other')} within the model's {plus_minus(f'{tie_fraction(params):.1%}')}: "
         "the smaller change from the library's config ranks first"
         if n_tied
         else ""

@@ -96,7 +96,7 @@ def test_csv_and_markdown_and_threshold(files: dict[str, Path], tmp_path: Path, 
     assert len(rows) == 60 and sum(x["verdict"] == "regression" for x in rows) == 10
     # a 60% gate: the 1.5x slowdown (1.2 vs 0.8 of torch) is now "same"
     r = invoke(str(files["old"]), str(files["new"]), "--threshold", "0.6", "--format", "markdown")
-    assert r.exit_code == exit_codes.OK and "**0 regressions" in r.stdout and "gate +-60%" in r.stdout
+    assert r.exit_code == exit_codes.OK and "**0 regressions" in r.stdout and "gate ±60%" in r.stdout
     md = tmp_path / "out" / "summary.md"
     summary = tmp_path / "gh_summary.md"
     summary.write_text("previous step\n")

@@ -191,7 +191,7 @@ def test_the_html_says_what_each_toolchain_assembled_with_and_the_gate_as_given(
         "triton==3.4.0,ptxas==12.4.131</code>: Triton 3.4.0, ptxas 12.4.131 (<code>triton-3.4.0.ptxas-12.4.131." in html
     )
     assert "triton==3.4.0</code>: Triton 3.4.0, ptxas 12.8.93 (<code>triton-3.4.0.ptxas-12.8.93." in html
-    assert "Gate: +-2.5% (--threshold)" in html and "Gate: +-2.5% (--threshold)" in out.stdout
+    assert "Gate: ±2.5% (--threshold)" in html and "Gate: ±2.5% (--threshold)" in out.stdout
 
 
 class _PageText(HTMLParser):
@@ -233,7 +233,7 @@ def test_every_report_names_the_gate_as_given_and_each_toolchains_versions(tmp_p
     parser.feed(page.read_text())
     surfaces = {"terminal": " ".join(out.stdout.split()), "markdown": md.read_text(), "html": "\n".join(parser.lines())}
     for where, text in surfaces.items():
-        assert "Gate: +-2.5% (--threshold)" in text and "within the +-2.5% gate" in text, f"{where}:\n{text}"
+        assert "Gate: ±2.5% (--threshold)" in text and "within the ±2.5% gate" in text, f"{where}:\n{text}"
         assert not re.search(r"\+-[0-9]+% gate|Gate: \+-[0-9]+%", text), f"{where}:\n{text}"
         text = text.replace("`", "")  # the markdown's code spans
         assert "triton==3.3.1: Triton 3.3.1, ptxas 12.4.99 (triton-3.3.1.ptxas-12.4.99." in text, f"{where}:\n{text}"

@@ -82,7 +82,7 @@ def test_configs_the_model_cannot_tell_apart_rank_by_the_smallest_change(
     assert [c["tied"] for c in kept] == [True] * 3 and data["recommended"]["tied"] is True
     assert not any(c["tied"] for c in data["candidates"] if c["status"] != "kept")  # the default spills: no tie
     assert data["tie_tolerance"] == pytest.approx(0.034, abs=0.002)
-    legend = "tied: estimates within the model's +-3.4% of the best, which it cannot tell apart"
+    legend = "tied: estimates within the model's ±3.4% of the best, which it cannot tell apart"
     assert legend in md.read_text() and "so a tied row can rank above one with a lower estimate" in md.read_text()
     assert legend in res.output.replace("\n", " ")  # the terminal table's legend
 
@@ -115,7 +115,7 @@ def test_tune_model_option_ranks_with_that_file_and_the_report_names_it(
     assert not any(c["tied"] for c in kept) and doc["recommended"]["config"]["num_warps"] == 32
     estimates = [c["estimate"]["estimate_us"] for c in kept]
     assert estimates == sorted(estimates)
-    line = f"Model: {sharp} (predicted intervals +-0.0%)"
+    line = f"Model: {sharp} (predicted intervals ±0.0%)"
     assert line in md.read_text().replace("\\", "") and line in res.output.replace("\n", "")
     shipped = run_cli([*argv, "-f", "json"])
     assert shipped.exit_code == exit_codes.OK and json.loads(shipped.stdout)["model"]["path"] is None

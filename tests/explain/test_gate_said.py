@@ -14,7 +14,7 @@ import ktriage.api as kt
 pytestmark = pytest.mark.slow
 
 TOOLCHAINS = ["triton==3.4.0,ptxas==12.4.131", "triton==3.4.0"]
-GATE = "Gate: +-80% (--threshold): a change is a regression or an improvement only where its predicted interval"
+GATE = "Gate: ±80% (--threshold): a change is a regression or an improvement only where its predicted interval"
 
 
 def test_every_report_says_the_gate(toolchain) -> None:

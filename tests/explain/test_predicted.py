@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from ktriage.explain.predicted import gate_line, prediction_text
-from ktriage.predict.model import Params, Prediction, interval_text, lean_text, load_params
+from ktriage.predict.model import Contributor, Params, Prediction, interval_text, lean_text, load_params
 
 
 def _neutral(ratio: float, low: float, high: float) -> Prediction:
@@ -17,25 +18,25 @@ def _neutral(ratio: float, low: float, high: float) -> Prediction:
 def test_a_neutral_point_inside_the_gate_reads_within_it() -> None:
     p = _neutral(1.002, 0.97, 1.035)
     assert p.lean is None and p.to_json()["lean"] is None
-    assert prediction_text([p]) == "change predicted neutral (+0.2% [-3%, +3%]; within the +-5% gate)"
+    assert prediction_text([p]) == "change predicted neutral (+0.2% [-3%, +3%]; within the ±5% gate)"
 
 
 def test_the_gate_reads_as_the_user_gave_it() -> None:
     """``:.0%`` wrote --threshold 0.025 as "+-2%" and 0.125 as "+-12%": a gate the user did not give, in the
     gate line and in every bullet that names the gate."""
-    assert gate_line(0.025).startswith("Gate: +-2.5% (--threshold):")
-    assert gate_line(0.05).startswith("Gate: +-5% (--threshold):")
+    assert gate_line(0.025).startswith("Gate: ±2.5% (--threshold):")
+    assert gate_line(0.05).startswith("Gate: ±5% (--threshold):")
     inside = Prediction(1.002, 0.97, 1.035, "neutral", False, 0.125)
-    assert prediction_text([inside]).endswith("within the +-12.5% gate)")
+    assert prediction_text([inside]).endswith("within the ±12.5% gate)")
     leaning = Prediction(1.04, 1.01, 1.07, "neutral", False, 0.025)
-    assert "beyond the +-2.5% gate" in lean_text("regression", 0.025)
-    assert "beyond the +-2.5% gate" in prediction_text([leaning])
+    assert "beyond the ±2.5% gate" in lean_text("regression", 0.025)
+    assert "beyond the ±2.5% gate" in prediction_text([leaning])
 
 
 def test_a_neutral_point_beyond_the_gate_says_which_side_it_leans() -> None:
     faster = _neutral(0.924, 0.894, 0.955)  # tb_welford_fwd held out: measured 0.915
     assert faster.lean == "improvement" and faster.to_json()["lean"] == "improvement"
-    words = "leans faster: the point is beyond the +-5% gate, the interval reaches inside it"
+    words = "leans faster: the point is beyond the ±5% gate, the interval reaches inside it"
     assert words in prediction_text([faster])
     slower = _neutral(1.084, 1.045, 1.125)
     assert slower.lean == "regression"
@@ -140,3 +141,27 @@ def test_a_change_that_rounds_to_nothing_has_no_minus_sign() -> None:
     """A ratio of 0.9999 read "predicted -0.0 %" in triage's notes: a speedup of nothing, signed."""
     assert prediction_text([_neutral(0.9999, 0.967, 1.033)]).startswith("change predicted neutral (+0.0% [")
     assert prediction_text([_neutral(0.996, 0.964, 1.029)]).startswith("change predicted neutral (-0.4% [")
+
+
+def test_a_contributor_reads_its_evidence_first_and_its_share_as_its_own() -> None:
+    """A prediction read "predicted +4% [+0.5%, +7%]: -23%: 24 more LDG/STG in the main loop ...": the cell's
+    predicted change, then a contributor's share, two percentages in a row with different meanings (the -23%
+    read as a second prediction). Every surface writes a prediction through ``Prediction.text`` (explain's
+    bullets, bisect's and triage's notes), so one home words the contributors: evidence first, the share said
+    to be the aspect's own."""
+    global_memory = Contributor("global", -0.23, "24 more LDG/STG in the main loop (global memory)")
+    spills = Contributor("spills", 0.30, "830 more LDL/STL in the main loop (local memory (spills))")
+    p = Prediction(1.04, 1.005, 1.07, "neutral", False, 0.05, (spills, global_memory))
+    assert p.text() == (
+        "predicted +4% [+0.5%, +7%]: 830 more LDL/STL in the main loop (local memory (spills)), +30% on its own; "
+        "24 more LDG/STG in the main loop (global memory), -23% on its own"
+    )
+    assert prediction_text([p]) == (
+        "change predicted neutral (+4% [+0.5%, +7%]: 830 more LDL/STL in the main loop (local memory (spills)), "
+        "+30% on its own; within the ±5% gate)"
+    )
+    called = Prediction(1.63, 1.57, 1.68, "regression", False, 0.05, (global_memory,))
+    assert prediction_text([called]).startswith("predicted +63% [+57%, +68%]: 24 more LDG/STG")
+    for text in (p.text(), prediction_text([p]), prediction_text([called])):
+        assert not re.search(r"%\]?: [+-]\d", text), text  # no percentage right after another one's colon
+    assert p.to_json()["contributors"][1]["text"] == global_memory.text()  # the JSON's text is the same words

@@ -63,7 +63,7 @@ def test_the_command_scores_a_results_file_with_its_report(run_cli, tmp_path: Pa
     scores, tables = tmp_path / "scores.json", tmp_path / "scores.md"
     r = run_cli([*base, "--scores-out", str(scores)])
     assert r.exit_code == 0, r.stderr
-    assert r.stdout.startswith("the shipped model (fitted on 968 cells of 55 operators; predicted intervals +-3.4%), ")
+    assert r.stdout.startswith("the shipped model (fitted on 968 cells of 55 operators; predicted intervals ±3.4%), ")
     assert "not refitted, on 24 cells of 1 operator" in r.stdout and "| predicted \\ measured |" in r.stdout
     doc = json.loads(scores.read_text())
     assert doc["tool"] == "ktriage calibrate --score-only" and doc["model"]["shipped"] is True

@@ -119,3 +119,16 @@ def test_one_run_of_both_sides_is_named_as_both_sides() -> None:
     terminal, markdown = _terminal(report), to_markdown(report)
     assert "both sides: run 319ea2538abd (" in terminal and "- both sides: run `319ea2538abd` (" in markdown
     assert "ref: run" not in terminal and "ref: run" not in markdown
+
+
+def test_an_unsure_row_says_why_without_repeating_its_change_and_interval() -> None:
+    """fla2_rwkv6 at 3.6.0 -> 3.4.0: K0's ref samples are bimodal. Its row showed +1.6% and [+0.6%, +2.6%] in
+    the change and CI columns, and its why ended "(+1.6% (99% CI [+0.6%, +2.6%], U-test p=0.00023))"; the why
+    now says only the cause. The markdown's unsure list, which has no columns, keeps the numbers."""
+    report = compare(old=RWKV6, toolchains=True)
+    terminal = _terminal(report)
+    (row,) = [r for r in _rows(terminal, "K0:chunk_rwkv6_fwd_cumsum_kernel") if "unsure" in r]
+    assert "+1.6%" in row and "[+0.6%, +2.6%]" in row and "ref samples are bimodal" in row, row
+    assert row.count("+1.6%") == 1 and "CI" not in row.split("unsure", 1)[1] and "U-test" not in terminal, row
+    (listed,) = _rows(to_markdown(report), "K0:chunk_rwkv6_fwd_cumsum_kernel: ref samples are bimodal")
+    assert "+1.6% (99% CI [+0.6%, +2.6%]" in listed, listed

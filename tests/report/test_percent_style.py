@@ -50,6 +50,34 @@ def test_every_formatter_writes_a_percentage_without_a_space() -> None:
     }
     assert said["pct"] == "+38%" and said["pct small"] == "-0.4%" and said["pct nothing"] == "+0.0%"
     assert said["interval"] == "[-11%, -4.7%]" and said["compare change"] == said["triage run"] == "+3.4%"
-    assert said["contributor"] == "+30%: 830 more LDL/STL in the main loop"
-    assert re.fullmatch(r"\+-\d+\.\d%", said["model width"]), said["model width"]
+    assert said["contributor"] == "830 more LDL/STL in the main loop, +30% on its own"
+    assert re.fullmatch(r"±\d+\.\d%", said["model width"]), said["model width"]
     assert [k for k, v in said.items() if SPACED.search(v)] == [], said
+
+
+def test_every_band_is_spelled_plus_minus_as_triage_spells_its_gate() -> None:
+    """The gate read "+-10% gate" in explain's, bisect's and triage's predicted notes and the model line
+    "+-3.4%", while triage's setup line said "gate ±10%": one triage report held both spellings of one gate.
+    Every band a report names, from the real formatters of each surface, is now "±"."""
+    from ktriage.bisect.run import neutral_culprit_note
+    from ktriage.explain.predicted import gate_line, prediction_text
+    from ktriage.predict.model import Prediction, lean_text
+    from ktriage.report.tune import ties_legend
+    from ktriage.stats.verdict import compare_samples
+
+    inside = Prediction(1.002, 0.97, 1.035, "neutral", False, 0.1)
+    ref = [1.0 + 0.004 * ((i * 7) % 30) for i in range(30)]
+    straddles = compare_samples(ref, [1.04 * (1.0 + 0.004 * ((i * 11) % 30)) for i in range(30)])
+    assert straddles.unsure_cause == "straddles_gate", straddles.reason
+    said = {
+        "explain gate line": gate_line(0.1, model_used()),
+        "explain bullet": prediction_text([inside]),
+        "lean": lean_text("regression", 0.1),
+        "bisect note": neutral_culprit_note([inside]) or "",
+        "model line": model_used().line(coverage=True),
+        "tune legend": ties_legend(),
+        "compare verdict": straddles.reason,
+    }
+    assert [k for k, v in said.items() if "+-" in v or "±" not in v] == [], said
+    assert "±10%" in said["explain gate line"] and "within the ±10% gate" in said["explain bullet"]
+    assert "±3.4%" in said["model line"] and "±3.4%" in said["tune legend"]

@@ -51,11 +51,11 @@ def test_explain_names_its_model_file_and_coverage(tmp_path: Path, monkeypatch: 
     markdown, terminal = report.to_markdown(), _terminal(report.print_table)
     for text in (markdown, terminal):
         assert "wholly beyond it (predicted intervals cover 90% of held-out measurements)" in text
-        assert f"Model: {model} (predicted intervals +-5.1%)" in text.replace("\\", "")
+        assert f"Model: {model} (predicted intervals ±5.1%)" in text.replace("\\", "")
 
     shipped = kt.explain(target="liger.embedding", mode="bwd", inputs="0", toolchains=[OLD, NEW])
     assert shipped.to_json()["model"]["path"] is None  # type: ignore[index]
-    assert "Model: the shipped model (predicted intervals +-3.4%)" in shipped.to_markdown()
+    assert "Model: the shipped model (predicted intervals ±3.4%)" in shipped.to_markdown()
     assert "cover 80% of held-out measurements" in _terminal(shipped.print_table)
 
 
@@ -66,7 +66,7 @@ def test_triage_names_the_model_it_priced_with(tmp_path: Path, monkeypatch: pyte
     report = kt.triage(old=old, new=new, old_toolchain=OLD, new_toolchain=NEW, bisect=False, fixes=False)
     doc = json.loads(report.json_text())
     assert doc["model"]["path"] == str(model) and doc["model"]["interval_level"] == 0.9
-    line = f"Model: {model} (predicted intervals +-5.1%); predicted intervals cover 90% of held-out measurements"
+    line = f"Model: {model} (predicted intervals ±5.1%); predicted intervals cover 90% of held-out measurements"
     assert line in report.to_markdown().replace("\\", "")
     assert line in _terminal(report.print_table)
     assert line in report.to_html()

@@ -40,7 +40,7 @@ def _triage_terminal(report: TriageReport) -> str:
 
 def test_compare_terminal_says_its_gate_and_confidence() -> None:
     c = _comparison(1.0)
-    method = "gate +-5%, 99% confidence, Mann-Whitney U on raw samples"
+    method = "gate ±5%, 99% confidence, Mann-Whitney U on raw samples"
     assert method in comparison_markdown(c)
     assert method in _compare_terminal(c)
 

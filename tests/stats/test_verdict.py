@@ -250,3 +250,28 @@ def test_constant_sides_that_differ_get_the_exact_p_of_complete_separation(n: in
     many = compare_samples_many([([1.0] * n, [2.0] * n)] * 3)
     assert all(v.p_value == pytest.approx(expected) for v in many)
     assert compare_samples([1.0] * n, [1.0] * n).p_value == 1.0
+
+
+def test_an_unsure_why_leaves_the_change_and_interval_to_the_columns() -> None:
+    """compare's table showed "+1.6%" and "[+0.6%, +2.6%]" in its change and CI columns, then a why that said
+    them again: "... unreliable (+1.6% (99% CI [+0.6%, +2.6%], U-test p=0.00023))". ``why`` says what the
+    columns do not (the cause, the sample counts, the modes); ``reason``, for places without columns, and
+    the JSON keep the whole sentence."""
+    r = rng(21)
+    ref = [1.0 + 0.004 * ((i * 7) % 30) for i in range(30)]
+    unsure = {
+        "few_samples": compare_samples(lognormal(r, 5, 1.0, 0.01), lognormal(r, 5, 1.5, 0.01)),
+        "straddles_gate": compare_samples(ref, [1.04 * (1.0 + 0.004 * ((i * 11) % 30)) for i in range(30)]),
+        "bimodal": compare_samples(lognormal(r, 40, 1.0, 0.01), bimodal(r, 40, 1.0, 0.01, gap=0.3, slow_share=0.4)),
+    }
+    for cause, v in unsure.items():
+        assert (v.verdict, v.unsure_cause) == ("unsure", cause), v.reason
+        change = f"{(v.ratio - 1) * 100:+.1f}%"
+        assert change in v.reason and "99% CI" in v.reason, v.reason  # the whole sentence, where no column shows it
+        assert change not in v.why() and "CI" not in v.why() and v.why() in v.reason, v.why()
+    assert unsure["few_samples"].why() == "too few samples (5 ref, 5 new; need >= 10 each)"
+    assert unsure["straddles_gate"].why() == "interval straddles the ±5% gate; more samples would decide"
+    assert unsure["bimodal"].why().startswith("new samples are bimodal (")
+    data = unsure["straddles_gate"].to_json()
+    assert "note" not in data  # the JSON is unchanged: its reason says it all
+    assert Verdict.from_json(data).why() == data["reason"]  # read back: the whole reason, never an empty why

@@ -80,4 +80,10 @@ def test_many_equals_one_by_one() -> None:
     many = compare_samples_many(pairs)
     for (a, b), v in zip(pairs, many, strict=True):
         one = compare_samples(a, b)
-        assert (v.verdict, v.reason, v.flags, v.unsure_cause) == (one.verdict, one.reason, one.flags, one.unsure_cause)
+        assert (v.verdict, v.reason, v.why(), v.flags, v.unsure_cause) == (
+            one.verdict,
+            one.reason,
+            one.why(),
+            one.flags,
+            one.unsure_cause,
+        )

@@ -28,7 +28,7 @@ def test_a_prediction_within_the_gate_points_elsewhere() -> None:
     _predicted_note(c, [_neutral(1.01, 0.98, 1.04)], 0.05)
     (note,) = c.notes
     assert note.startswith("no compile-side change predicts the measured slowdown (measured +10%;")
-    assert "within the +-5% gate" in note
+    assert "within the ±5% gate" in note
 
 
 def test_the_notes_name_the_gate_the_user_gave() -> None:
@@ -36,8 +36,8 @@ def test_the_notes_name_the_gate_the_user_gave() -> None:
     within, leaning = _cell(1.10), _cell(1.10)
     _predicted_note(within, [Prediction(1.01, 0.99, 1.02, "neutral", False, 0.025)], 0.025)
     _predicted_note(leaning, [Prediction(1.04, 1.01, 1.07, "neutral", False, 0.025)], 0.025)
-    assert "within the +-2.5% gate" in within.notes[0]
-    assert "its point beyond the +-2.5% gate" in leaning.notes[0]
+    assert "within the ±2.5% gate" in within.notes[0]
+    assert "its point beyond the ±2.5% gate" in leaning.notes[0]
 
 
 def test_the_notes_send_each_reader_to_a_time_bisect_in_its_own_words() -> None:

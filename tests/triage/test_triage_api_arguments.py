@@ -28,7 +28,7 @@ def test_the_library_gate_is_a_fraction_and_its_refusal_says_so() -> None:
 
 def test_the_default_gate_is_the_commands_and_a_loaded_side_is_taken() -> None:
     report = kt.triage(old=load_side(str(OLD)), new=NEW, **QUICK)
-    assert report.options.threshold == 0.10 and "past the 10% gate" in report.headline()
+    assert report.options.threshold == 0.10 and "past the ±10% gate" in report.headline()
 
 
 @pytest.mark.parametrize(

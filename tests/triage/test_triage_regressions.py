@@ -94,7 +94,7 @@ def test_the_predictions_are_judged_at_the_triage_gate(tmp_path: Path) -> None:
         assert c.predicted is not None and c.predicted.threshold == 0.60
         assert c.predicted.kind == "neutral" and c.predicted.lean == "regression"
         assert c.verdict == "unsure_no_gpu"
-        assert "its point beyond the +-60% gate" in c.notes[0] and "5%" not in "; ".join(c.notes)
+        assert "its point beyond the ±60% gate" in c.notes[0] and "5%" not in "; ".join(c.notes)
 
 
 def test_tritonbench_json_written_from_a_results_file_is_triaged_with_its_env_toolchains(tmp_path: Path) -> None:

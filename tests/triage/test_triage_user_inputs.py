@@ -5,6 +5,7 @@ re-saved with commas, and where the report sends them for the GPU re-run."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from tests.conftest import RunCli
@@ -33,7 +34,7 @@ def test_a_tritonbench_csv_resaved_with_commas_is_named_and_the_fix_works(tmp_pa
         csv.writer(f, delimiter=";").writerows(rows)
     r = run_cli(["triage", str(RUN1), str(semi), "--format", "json"])
     assert r.exit_code == 4, r.output  # read: toolchains unknown (no --old/--new-toolchain), nothing failed to read
-    assert "12 cells of 60 past the 10% gate" in r.output
+    assert "12 cells of 60 past the ±10% gate" in json.loads(r.stdout)["headline"]
 
 
 CROSS = ["--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0", "--no-bisect", "--no-fixes"]

@@ -214,7 +214,7 @@ def test_the_hook_ranks_ties_as_tune_does_the_first_config_first() -> None:
     assert [r.label for r in sorted(ranked, key=lambda r: r.rank or 9)] == ["x8w4", "x8w8", "x16w32", "x8w2"]
     assert [r.label for r in ranked if r.kept] == ["x8w4", "x8w8"]
     assert [r.tied for r in ranked] == [True, True, True, False]
-    assert "tied with 2 others within the model's +-3.4%" in ranked[0].reason and ranked[0].to_json()["tied"]
+    assert "tied with 2 others within the model's ±3.4%" in ranked[0].reason and ranked[0].to_json()["tied"]
 
 
 def test_the_hooks_ties_come_from_the_model_given(tmp_path: Path) -> None:

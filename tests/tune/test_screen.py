@@ -141,7 +141,7 @@ def test_the_screening_prices_and_ties_with_the_model_given(toolchain, shared_co
         return screen(space, tc, shared_compiler, top_k=3, staged=False, params=params)
 
     shipped, sharp, heavy = run(_model()), run(_model(interval_a=0.0)), run(_model(lambda_global=2285.0))
-    assert [c.tied for c in shipped.kept] == [True] * 3 and "within the model's +-3.4%" in shipped.kept[0].reason
+    assert [c.tied for c in shipped.kept] == [True] * 3 and "within the model's ±3.4%" in shipped.kept[0].reason
     assert not any(c.tied for c in sharp.kept) and "tied" not in sharp.kept[0].reason
     estimates = [c.estimate.estimate_us for c in sharp.kept]  # type: ignore[union-attr]
     assert estimates == sorted(estimates)
