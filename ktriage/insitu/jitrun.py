@@ -20,13 +20,15 @@ Request: {"target_cc": 90, "prime": bool, "out_dir": str, "cases": [{"id": str, 
           "sys_path": [str], "args": [[name, encoded]], "options": {...}, "grid": [int],
           "autotune_pick": int}]}
 Encoded values: JSON scalars as they are; {"tensor": "fp32", "aligned": true, "shape": [..]};
-          {"tl": "float32"} for a Triton dtype; {"constexpr": v} for ``tl.constexpr(v)``.
+          {"tl": "float32"} for a Triton dtype; {"constexpr": v} for ``tl.constexpr(v)``; a host-side tensor
+          descriptor as {"descriptor": "fp16", "shape", "strides", "block_shape"} (and "padding": "nan").
 
 Runs inside a toolchain's interpreter: stdlib + that Triton only, never ``ktriage``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -46,9 +48,11 @@ else:
 FORMAT_VERSION = 1
 
 
-def decode(value: Any) -> Any:
+def decode(value: Any, name: str = "") -> Any:
     """An encoded launch value as the object the library would pass."""
     if isinstance(value, dict):
+        if "descriptor" in value:
+            return descriptor(value, name)
         if "tensor" in value:
             return fakedriver.FakeTensor(
                 value["tensor"], aligned=bool(value.get("aligned", True)), shape=tuple(value.get("shape") or (1,))
@@ -63,6 +67,33 @@ def decode(value: Any) -> Any:
             return tl.constexpr(value["constexpr"])
         raise worker.WorkerError("case", f"unknown encoded value {value!r}")
     return value
+
+
+def descriptor(value: dict[str, Any], name: str) -> Any:
+    """The host-side ``TensorDescriptor`` a launch passes, over a stand-in tensor of its shape and strides:
+    the JIT types it from the descriptor itself (``tensordesc<fp16[64, 64]>``), as for a real one. A Triton
+    without ``triton.tools.tensor_descriptor`` (before 3.4) has no such argument, one without its
+    ``padding`` field (3.4) no NaN padding: refused, naming the version and the fix."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:
+        raise worker.no_host_descriptors(name) from None
+    shape, strides = list(value["shape"]), list(value["strides"])
+    base = fakedriver.FakeTensor(value["descriptor"], shape=tuple(shape), strides=tuple(strides))
+    padding = value.get("padding", "zero")
+    if padding == "zero":  # the default; Triton 3.4's descriptor has no field for it
+        return TensorDescriptor(base, shape, strides, list(value["block_shape"]))
+    if "padding" not in {f.name for f in dataclasses.fields(TensorDescriptor)}:
+        import triton
+
+        raise worker.WorkerError(
+            "spec",
+            f"argument {name} is a TensorDescriptor with padding = {json.dumps(padding)}, which Triton "
+            f"{triton.__version__} does not have (descriptors pad with zeros only; padding came in 3.5)\nfix: "
+            "compare this kernel across Triton 3.5 and later (e.g. -t triton==3.5.0), or drop padding (zero "
+            "padding, what Triton 3.4 does)",
+        )
+    return TensorDescriptor(base, shape, strides, list(value["block_shape"]), padding=padding)
 
 
 _TRITON_DTYPE = {torch_name: triton_name for triton_name, torch_name in fakedriver.TORCH_DTYPE.items()}
@@ -80,6 +111,7 @@ def encode(value: Any) -> Any:
             "shape": [int(d) for d in value.shape],
             "strides": [int(d) for d in value.strides],
             "block_shape": [int(d) for d in value.block_shape],
+            **({"padding": value.padding} if getattr(value, "padding", "zero") != "zero" else {}),
         }
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         name = str(value.dtype).split(".")[-1]
@@ -222,7 +254,7 @@ def run_case(case: Case, recorder: Recorder, bench: fakedriver.FakeBenchmarker) 
         worker.jit_function_of(launchable, source)
         out["autotune_configs"] = _autotune_configs(launchable)
         out["heuristics"] = sorted(worker.heuristics_of(launchable))
-        kwargs = {name: decode(value) for name, value in case["args"]}
+        kwargs = {name: decode(value, name) for name, value in case["args"]}
         bench.pick = int(case.get("autotune_pick", 0))
         bench.reset()
         grid = tuple(case.get("grid") or (1,))

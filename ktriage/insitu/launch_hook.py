@@ -581,6 +581,16 @@ def _cheap_key(value: Any) -> Any:
         return (type(value).__name__, value)
     if type(value).__name__ == "constexpr":
         return _cheap_key(getattr(value, "value", None))
+    if type(value).__name__ == "TensorDescriptor":  # by what specializes, never its repr (its tensor's values)
+        return (
+            "D",
+            str(getattr(getattr(value, "base", None), "dtype", None)),
+            tuple(getattr(value, "shape", ())),
+            tuple(getattr(value, "strides", ())),
+            tuple(getattr(value, "block_shape", ())),
+            getattr(value, "padding", None),
+            repr(getattr(value, "layout", None)),
+        )
     kwargs = getattr(value, "kwargs", None)
     if isinstance(kwargs, dict):  # an autotune / inductor Config
         return (
@@ -770,12 +780,8 @@ def describe(value: Any) -> Any:
             except Exception:
                 pass
         return out
-    if type(value).__name__ == "TensorDescriptor":  # triton.tools.tensor_descriptor: a host-side TMA descriptor
-        return {
-            "unsupported": "TensorDescriptor: cannot bench: a host-side tensor descriptor (TMA) argument, which "
-            "the replay does not rebuild; fix: record the program with the descriptor path off (the kernel's "
-            "pointer path), or explain it from the recording (explain needs no replay)"
-        }
+    if type(value).__name__ == "TensorDescriptor":
+        return _describe_descriptor(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if type(value).__name__ == "constexpr":
@@ -783,6 +789,31 @@ def describe(value: Any) -> Any:
     if type(value).__module__.startswith("triton.language") and isinstance(getattr(value, "name", None), str):
         return {"tl": tl_attribute(value)}
     return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
+
+
+HOST_DESCRIPTOR_MODULE = "triton.tools.tensor_descriptor"
+
+
+def _describe_descriptor(value: Any) -> dict[str, object]:
+    """A host-side ``TensorDescriptor`` (Triton 3.4+) as the spec's form (docs/specs.md): its tensor's dtype,
+    the descriptor's shape, strides and block shape, and its ``padding`` where this Triton has one (3.5+).
+    That is all the JIT specializes on (``tensordesc<fp16[64, 32]>``). Gluon's descriptor (a layout too)
+    types otherwise: not described."""
+    if type(value).__module__ != HOST_DESCRIPTOR_MODULE:
+        return {
+            "unsupported": f"{type(value).__module__}.TensorDescriptor (only {HOST_DESCRIPTOR_MODULE}'s is described)"
+        }
+    torch_name = str(value.base.dtype).split(".")[-1]
+    out: dict[str, object] = {
+        "descriptor": _TRITON_DTYPE.get(torch_name, torch_name),
+        "shape": [int(d) for d in value.shape],
+        "strides": [int(d) for d in value.strides],
+        "block_shape": [int(d) for d in value.block_shape],
+    }
+    padding = getattr(value, "padding", None)
+    if isinstance(padding, str):
+        out["padding"] = padding
+    return out
 
 
 def compile_view(src: Any, options: Any) -> dict[str, object]:

@@ -107,7 +107,7 @@ class _Capture:
 
 def _decode(value: Any, name: str = "") -> Any:
     if isinstance(value, dict) and "descriptor" in value:
-        return _descriptor(value, name)
+        return jitrun.descriptor(value, name)
     if isinstance(value, dict) and "tensor" in value:
         strides = value.get("strides")
         return fakedriver.FakeTensor(
@@ -117,25 +117,6 @@ def _decode(value: Any, name: str = "") -> Any:
             strides=tuple(strides) if strides else None,
         )
     return jitrun.decode(value)
-
-
-def _descriptor(value: dict[str, Any], name: str) -> Any:
-    """The host-side ``TensorDescriptor`` the launch passes, over a stand-in tensor of its shape and strides:
-    the JIT types it from the descriptor itself (``tensordesc<fp16[64, 64]>``), as for a real one. A Triton
-    without ``triton.tools.tensor_descriptor`` (before 3.4) has no such argument: refused, naming both."""
-    try:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-    except ImportError:
-        import triton
-
-        raise _worker.WorkerError(
-            "spec",
-            f"argument {name} is a host-side TensorDescriptor, which Triton {triton.__version__} does not have "
-            "(it came in 3.4)\nfix: compare this kernel across Triton 3.4 and later (e.g. -t triton==3.4.0)",
-        ) from None
-    shape, strides = list(value["shape"]), list(value["strides"])
-    base = fakedriver.FakeTensor(value["descriptor"], shape=tuple(shape), strides=tuple(strides))
-    return TensorDescriptor(base, shape, strides, list(value["block_shape"]))
 
 
 def _plain(value: Any) -> Any:

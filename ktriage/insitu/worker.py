@@ -115,6 +115,19 @@ class WorkerError(Exception):
         self.kind = kind
 
 
+def no_host_descriptors(name: str) -> WorkerError:
+    """The refusal of a host-side ``TensorDescriptor`` argument by a Triton that has none (before 3.4,
+    no ``triton.tools.tensor_descriptor``): a spec by values (insitu/jitrun.descriptor) and one by types
+    (``tensordesc<...>`` in its signature, a recorded workload's) are refused alike, naming the version."""
+    import triton
+
+    return WorkerError(
+        "spec",
+        f"argument {name} is a host-side TensorDescriptor, which Triton {triton.__version__} does not have "
+        "(it came in 3.4)\nfix: compare this kernel across Triton 3.4 and later (e.g. -t triton==3.4.0)",
+    )
+
+
 def load_kernel(source: str, sys_path: list[str]) -> Any:
     """Import ``path/to/file.py:fn`` or ``package.module:fn`` and return the JIT function (unwrapped
     from ``@triton.heuristics``/``@triton.autotune``, which compile the same function)."""
@@ -719,6 +732,10 @@ def build_source(fn: Any, spec: SpecFields, heuristics: dict[str, object] | None
             "signature",
             f"the spec's signature lists {list(signature)} but {fn.__name__} takes {names}",
         )
+    if _triton_version() < (3, 4):  # a recorded descriptor's type: Triton 3.3 failed on it with a KeyError
+        described = [n for n, t in signature.items() if t.startswith("tensordesc")]
+        if described:
+            raise no_host_descriptors(described[0])
     constexprs: dict[str, object] = dict(spec.get("constexprs") or {})
     for name in spec.get("equal_to_1") or ():
         signature[name] = "constexpr"

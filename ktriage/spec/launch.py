@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, specialize_args
+from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, canonical_dtype, specialize_args
 
 # Triton's defaults when a launch passes no num_warps / num_stages (CUDAOptions, 3.2 through 3.9).
 TRITON_DEFAULT_WARPS = 4
@@ -85,12 +85,15 @@ def encode_value(value: Any) -> Any:
     if isinstance(value, Ptr):
         return {"tensor": value.dtype, "aligned": value.aligned}
     if isinstance(value, Descriptor):
-        return {
+        encoded: dict[str, Any] = {
             "descriptor": value.dtype,
             "shape": list(value.shape),
             "strides": list(value.strides),
             "block_shape": list(value.block_shape),
         }
+        if value.padding != "zero":  # the default, what Triton 3.4 does: left out, so 3.4 compiles it
+            encoded["padding"] = value.padding
+        return encoded
     if isinstance(value, Constexpr):
         return encode_value(value.value)
     if isinstance(value, str) and value.startswith("tl."):
@@ -103,16 +106,19 @@ def encode_value(value: Any) -> Any:
     )
 
 
-LaunchValue = Ptr | JSONValue
-"""A launch argument as :func:`decode_value` gives it back: a tensor as its :class:`Ptr`, a dtype
-as its ``tl.`` name, any other value as recorded."""
+LaunchValue = Ptr | Descriptor | JSONValue
+"""A launch argument as :func:`decode_value` gives it back: a tensor as its :class:`Ptr`, a host-side
+tensor descriptor as its :class:`Descriptor`, a dtype as its ``tl.`` name, any other value as recorded."""
 
 
 def decode_value(value: object) -> LaunchValue:
-    """Inverse of :func:`encode_value`, for values recorded by insitu/jitrun.py."""
+    """Inverse of :func:`encode_value`, for values recorded by insitu/jitrun.py and ``ktriage record``
+    (insitu/launch_hook.py ``describe``)."""
     if isinstance(value, dict):
         if "tensor" in value:
             return Ptr(str(value["tensor"]), aligned=bool(value.get("aligned", True)))
+        if "descriptor" in value:
+            return decode_descriptor(value)
         if "tl" in value:
             return f"tl.{value['tl']}"
         if "unsupported" in value:
@@ -124,6 +130,37 @@ def decode_value(value: object) -> LaunchValue:
     if value is None or isinstance(value, (str, int, float, bool, list, tuple)):
         return value
     raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
+
+
+def decode_descriptor(value: Mapping[str, Any]) -> Descriptor:
+    """A recorded host-side tensor descriptor (``{"descriptor": dtype, "shape", "strides", "block_shape"}``
+    and ``"padding"`` where the recording Triton has it, 3.5+) as the spec's :class:`Descriptor`. Triton's
+    constructor checked it when the program made it; a hand-edited one that is no list of ints is refused."""
+    try:
+        dims = {key: tuple(_int(d) for d in value[key]) for key in ("shape", "strides", "block_shape")}
+    except (KeyError, TypeError, ValueError):
+        raise SpecError(
+            f"recorded tensor descriptor {dict(value)!r} lacks a shape, strides or block_shape of integers",
+            "record it again with this ktriage",
+        ) from None
+    padding = value.get("padding", "zero")
+    if padding not in ("zero", "nan"):
+        raise SpecError(
+            f"recorded tensor descriptor {dict(value)!r} has padding {padding!r}", 'padding is "zero" or "nan"'
+        )
+    return Descriptor(
+        canonical_dtype(str(value["descriptor"])),
+        dims["shape"],
+        dims["strides"],
+        dims["block_shape"],
+        str(padding),
+    )
+
+
+def _int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(value)
+    return value
 
 
 class SpecOptions(TypedDict):

@@ -83,12 +83,15 @@ class Descriptor:
     """A host-side tensor descriptor argument (``triton.tools.tensor_descriptor.TensorDescriptor``,
     Triton 3.4+): its tensor's element dtype, shape and strides (in elements) and the block shape the
     kernel loads and stores. The JIT types it ``tensordesc<dtype[block_shape]>`` and specializes nothing
-    else on it: shape and strides are runtime parameters of the kernel."""
+    else on it: shape and strides are runtime parameters of the kernel. ``padding`` is what an
+    out-of-bounds load reads, ``"zero"`` (Triton 3.4's only behaviour, the default) or ``"nan"`` (3.5+): the
+    launcher writes it into the descriptor at run time, so it changes nothing Triton compiles."""
 
     dtype: str
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     block_shape: tuple[int, ...]
+    padding: str = "zero"
 
     def triton_type(self) -> str:
         """The JIT's type string, as ``specialize_impl`` writes it (``tensordesc<fp16[64, 64]>``)."""

@@ -507,6 +507,8 @@ def _launch_lines(spec: KernelSpec) -> list[str]:
             if not value.get("aligned", True):
                 table["align"] = 4
             text = _value(table)
+        elif isinstance(value, dict) and "descriptor" in value:  # a host-side TensorDescriptor, as the file writes it
+            text = _value({"dtype": value["descriptor"], **{k: v for k, v in value.items() if k != "descriptor"}})
         elif isinstance(value, dict) and "tl" in value:
             text = _value(f"tl.{value['tl']}")
         else:

@@ -44,7 +44,9 @@ log = logging.getLogger("ktriage.spec")
 DEFAULT_ALIGN = 512
 TENSOR_KEYS = frozenset({"dtype", "shape", "strides", "align", "const"})
 # A host-side TensorDescriptor (Triton 3.4+): its tensor, and the block shape that makes it a descriptor.
-DESCRIPTOR_KEYS = frozenset({"dtype", "shape", "strides", "block_shape"})
+DESCRIPTOR_KEYS = frozenset({"dtype", "shape", "strides", "block_shape", "padding"})
+# What an out-of-bounds load through a descriptor reads: "zero" (the default, all Triton 3.4 has) or "nan" (3.5+).
+DESCRIPTOR_PADDINGS = ("zero", "nan")
 _DESCRIPTOR_EXAMPLE = 'a_desc = { dtype = "fp16", shape = [4096, 4096], strides = [4096, 1], block_shape = [128, 64] }'
 
 
@@ -87,10 +89,11 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
 
 
 def descriptor_value(name: str, table: Mapping[str, Any]) -> Descriptor:
-    """``{ dtype, shape, strides, block_shape }``: the host-side ``TensorDescriptor(tensor, shape, strides,
-    block_shape)`` a launch passes (docs/specs.md). Checked here as Triton's constructor checks it (rank 1
-    to 5, one stride and one block dimension per dimension, the last stride 1, the others multiples of 16
-    bytes, block dimensions powers of two), so a wrong one is this file's error, not every toolchain's."""
+    """``{ dtype, shape, strides, block_shape, padding }``: the host-side ``TensorDescriptor(tensor, shape,
+    strides, block_shape, padding)`` a launch passes (docs/specs.md). Checked here as Triton's constructor
+    checks it (rank 1 to 5, one stride and one block dimension per dimension, the last stride 1, the others
+    multiples of 16 bytes, block dimensions powers of two, padding "zero" or "nan", "nan" for floating
+    types only), so a wrong one is this file's error, not every toolchain's."""
     extra = sorted(set(table) - DESCRIPTOR_KEYS)
     if extra:
         raise SpecError(
@@ -129,7 +132,18 @@ def descriptor_value(name: str, table: Mapping[str, Any]) -> Descriptor:
             f"argument {name}: block_shape {block} has a dimension that is not a power of two",
             "Triton's tensor descriptors load and store blocks of powers of two, e.g. block_shape = [128, 64]",
         )
-    return Descriptor(dtype, tuple(shape), tuple(strides), tuple(block))
+    padding = table.get("padding", "zero")
+    if padding not in DESCRIPTOR_PADDINGS:
+        raise SpecError(
+            f"argument {name}: tensor descriptor padding {padding!r}",
+            'padding is "zero" (out-of-bounds loads read 0, the default) or "nan" (they read NaN; Triton 3.5+)',
+        )
+    if padding == "nan" and not dtype.startswith(("fp", "bf")):
+        raise SpecError(
+            f'argument {name}: padding = "nan" on a {dtype} tensor descriptor',
+            "Triton pads with NaN for floating-point types only: drop padding (zero padding) for an integer tensor",
+        )
+    return Descriptor(dtype, tuple(shape), tuple(strides), tuple(block), str(padding))
 
 
 def _contiguous(shape: Sequence[int]) -> list[int]:
@@ -241,6 +255,8 @@ def by_value_spec(
             raise SpecError(f"[kernel.args] has no value for {p.name!r}", missing_value_fix(p))
         if isinstance(value, Constexpr):
             value = value.value
+        if isinstance(value, Descriptor):  # the Python form: checked as the file's table is
+            value = descriptor_value(p.name, dataclasses.asdict(value))
         if isinstance(value, (Ptr, Descriptor)):
             pairs.append((p.name, value))
             encoded.append([p.name, encode_value(value)])

@@ -22,7 +22,9 @@ from ktriage.errors import KtriageError
 from ktriage.explain.engine import KernelResult
 from ktriage.explain.failures import describe
 from ktriage.measure.params import param_size
-from ktriage.spec.toml_file import loads_spec
+from ktriage.spec import Descriptor
+from ktriage.spec.toml_file import dump_spec_toml, loads_spec
+from ktriage.spec.values import spec_by_values
 
 KERNEL = """\
 import triton
@@ -69,7 +71,7 @@ def test_a_descriptor_loads_with_the_jit_s_type(folder: Path) -> None:
         (
             '{ dtype = "fp16", shape = [4096, 2048], strides = [2048, 1], block_shape = [64, 32], align = 16 }',
             "argument in_desc: 1 unknown tensor descriptor key ['align']",
-            "a tensor descriptor (a table with block_shape) has block_shape, dtype, shape, strides",
+            "a tensor descriptor (a table with block_shape) has block_shape, dtype, padding, shape, strides",
         ),
         (
             '{ dtype = "fp16", shape = [4096, 2048], strides = [2050, 1], block_shape = [64, 32] }',
@@ -168,3 +170,79 @@ def test_a_descriptor_not_lowered_to_tma_still_compiles(folder: Path, toolchain:
     abi = [p for p in cell.artifact.abi if p.name.startswith("in_desc")]
     assert len(abi) == 1 + 4 * 2 + 2 and abi[0].ptx_type.startswith("u64")
     assert [p.name for p in cell.artifact.abi if p.hidden] == ["global_scratch", "profile_scratch"]
+
+
+def test_padding_is_part_of_the_descriptor_and_zero_is_the_default(folder: Path) -> None:
+    """``padding = "nan"`` (Triton 3.5+) reaches the worker with the launch; ``"zero"``, all Triton 3.4 has,
+    is the default: a spec that says it is the spec that does not (one key, one compile), and 3.4 compiles it.
+    Before, ``padding`` was "1 unknown tensor descriptor key"."""
+    nan = DESC.replace("block_shape", 'padding = "nan", block_shape')
+    zero = DESC.replace("block_shape", 'padding = "zero", block_shape')
+    (padded,) = loads_spec(_spec_text(ARGS.replace(DESC, nan, 1)), base_dir=folder, origin="spec.toml")
+    (zeroed,) = loads_spec(_spec_text(ARGS.replace(DESC, zero, 1)), base_dir=folder, origin="spec.toml")
+    (plain,) = loads_spec(_spec_text(), base_dir=folder, origin="spec.toml")
+    assert dict(padded.launch["args"])["in_desc"]["padding"] == "nan"
+    assert padded.signature["in_desc"] == TYPE  # the JIT's type does not carry it
+    assert "padding" not in dict(zeroed.launch["args"])["in_desc"]
+    assert zeroed.key() == plain.key() != padded.key()
+    # written back as the file reads it
+    (again,) = loads_spec(dump_spec_toml(padded), base_dir=folder, origin="again.toml")
+    assert again.key() == padded.key()
+
+
+@pytest.mark.parametrize(
+    ("desc", "problem", "fix"),
+    [
+        (
+            '{ dtype = "fp16", shape = [4096, 2048], block_shape = [64, 32], padding = "inf" }',
+            "argument in_desc: tensor descriptor padding 'inf'",
+            'padding is "zero" (out-of-bounds loads read 0, the default) or "nan"',
+        ),
+        (
+            '{ dtype = "i32", shape = [4096, 2048], block_shape = [64, 32], padding = "nan" }',
+            'argument in_desc: padding = "nan" on a i32 tensor descriptor',
+            "Triton pads with NaN for floating-point types only",
+        ),
+    ],
+)
+def test_a_padding_triton_would_refuse_is_refused_when_the_file_loads(
+    folder: Path, desc: str, problem: str, fix: str
+) -> None:
+    with pytest.raises(KtriageError) as info:
+        loads_spec(_spec_text(ARGS.replace(DESC, desc, 1)), base_dir=folder, origin="spec.toml")
+    assert problem in info.value.problem and fix in info.value.fix
+
+
+def test_the_python_form_is_checked_as_the_file_is(folder: Path) -> None:
+    with pytest.raises(KtriageError, match="tensor descriptor padding 'NaN'"):
+        spec_by_values(
+            f"{folder / 'tiles.py'}:copy_tile",
+            {
+                "in_desc": Descriptor("fp16", (4096, 2048), (2048, 1), (64, 32), padding="NaN"),
+                "out_desc": Descriptor("fp16", (4096, 2048), (2048, 1), (64, 32)),
+                "BLOCK_M": 64,
+                "BLOCK_N": 32,
+            },
+            grid=[64, 64],
+        )
+
+
+@pytest.mark.slow
+def test_nan_padding_compiles_from_triton_3_5_and_is_refused_by_3_4(folder: Path, toolchain: Any) -> None:
+    """Triton 3.4's TensorDescriptor has no padding: its cell names the field, the version and the fix; 3.6.0
+    builds the descriptor with it and compiles the kernel as it does without (padding is a launch-time fill)."""
+    nan = DESC.replace("block_shape", 'padding = "nan", block_shape')
+    (folder / "spec.toml").write_text(_spec_text(ARGS.replace(DESC, nan, 1)))
+    for tc in ("triton==3.4.0", "triton==3.6.0"):
+        toolchain(tc)
+    report = kt.explain(target=folder / "spec.toml", toolchains=["triton==3.4.0", "triton==3.6.0"])
+    (item,) = report.result.specs
+    cells = {str(r.toolchain.spec): r for r in item.results.values()}
+    compiled = cells["triton==3.6.0"]
+    assert isinstance(compiled, KernelResult), describe(compiled)
+    assert compiled.artifact.spec.signature["in_desc"] == TYPE
+    refused = cells["triton==3.4.0"]
+    assert isinstance(refused, CompileFailure) and refused.kind == "spec"
+    line = describe(refused)
+    assert 'argument in_desc is a TensorDescriptor with padding = "nan", which Triton 3.4.0 does not have' in line
+    assert "fix: compare this kernel across Triton 3.5 and later (e.g. -t triton==3.5.0), or drop padding" in line

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,8 @@ from ktriage.workload.ops.replay import KernelRef, SpecSource
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+# the PTX parameters of a tensor descriptor after its first (compile.abi: "a_desc[1]", "a_desc[2]", ...)
+_DESCRIPTOR_PART = re.compile(r".+\[\d+\]")
 MAX_MANIFEST_MB = 256  # a manifest lists specs and artifacts, never cubins (KTRIAGE_MAX_INPUT_MB sets it)
 # Triton metadata a launcher needs (the rest of the metadata is kept too, minus local paths).
 LAUNCH_KEYS = (
@@ -521,8 +524,9 @@ def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
 
 
 def _check_abi(spec: KernelSpec, abi: Sequence[Mapping[str, object]], *, where: str) -> None:
-    """The visible ABI must be the spec's runtime parameters in order (what the replays pass)."""
-    visible = [p.get("name") for p in abi if not p.get("hidden")]
+    """The visible ABI must be the spec's runtime parameters in order (what the replays pass). A tensor
+    descriptor is several PTX parameters, ``a_desc``, ``a_desc[1]``, ... (``compile.abi``): its first names it."""
+    visible = [p.get("name") for p in abi if not p.get("hidden") and not _DESCRIPTOR_PART.fullmatch(str(p.get("name")))]
     runtime = [n for n, t in spec.signature.items() if t != "constexpr"]
     if visible != runtime:
         raise CompileError(

@@ -55,6 +55,7 @@ STT_FUNC = 2
 _REQNTID, _MAX_THREADS, _KPARAM_INFO, _REGCOUNT = 0x10, 0x05, 0x17, 0x2F
 _EIFMT_SVAL = 0x04
 # PTX parameter types -> bytes
+CU_TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap): 16 64-bit words, in every CUDA with TMA
 PTX_SIZES = {
     "u64": 8,
     "s64": 8,
@@ -79,10 +80,14 @@ def abi_param_bytes(param: Mapping[str, object]) -> int | None:
     """Bytes the manifest's ABI entry claims in the kernel's parameter buffer: its PTX type's size, but
     for a 16-bit float, which PTX declares as ``.param .align 2 .b8 p[2]`` (the ABI keeps the element
     type, ``b8``) and the runner passes as its Triton type's 2 bytes (``measure.params.param_size``).
-    None: a type not known."""
+    None: a type not known. A tensor descriptor lowered to TMA is first its CUtensorMap, ``.b8 p[128]`` (the
+    ABI keeps ``b8``, ``compile.abi``): 128 bytes, the size CUDA fixes for it."""
     ptx = str(param.get("ptx_type", "")).lstrip(".")
-    if ptx == "b8" and SCALAR_SIZES.get(str(param.get("triton_type", ""))) == 2:
+    triton_type = str(param.get("triton_type", ""))
+    if ptx == "b8" and SCALAR_SIZES.get(triton_type) == 2:
         return 2
+    if ptx == "b8" and triton_type.startswith("tensordesc") and "[" not in str(param.get("name", "")):
+        return CU_TENSOR_MAP_BYTES
     return PTX_SIZES.get(ptx)
 
 

@@ -24,6 +24,9 @@ The fill rules, and why:
   cause instead of a launch that faults on the recording process's addresses;
 - bool tensors: seeded fair coin flips.
 
+A host-side tensor descriptor argument (``TensorDescriptor``, Triton 3.4+) is refused with that cause:
+its kernel reads a CUtensorMap the runner cannot fill (``measure.params.param_size``); explain needs no replay.
+
 A tensor the program passed unaligned (``aligned: false``: its data pointer was not a multiple of
 16 bytes, so the spec has no divisibility hint) starts one element into its storage, so the replay
 sees the same misalignment. The storage holds ``storage_bytes`` (what the tensor's storage had) and
@@ -212,6 +215,13 @@ def plan_launch(
     out: list[Arg] = []
     for name, desc in ((str(a[0]), a[1]) for a in args):
         runtime = signature[name] != "constexpr"
+        if isinstance(desc, Mapping) and "descriptor" in desc:
+            raise SpecError(
+                f"argument {name} cannot be benched: it is a host-side tensor descriptor (TMA), and ktriage's "
+                "runner cannot fill a CUtensorMap",
+                "explain it from the recording (explain needs no replay: ktriage explain W.json -t OLD -t NEW), or "
+                "time it on its own launch path on the GPU host (ktriage triage --run)",
+            )
         if isinstance(desc, Mapping) and "tensor" in desc:
             if not runtime:
                 raise SpecError(f"{where}: tensor argument {name} is a constexpr of the spec", FIX)
@@ -244,7 +254,7 @@ def short_label(
     scalars: list[str] = []
     for name, desc in ((str(a[0]), a[1]) for a in args):
         constexpr = signature is not None and signature.get(name) == "constexpr"
-        if isinstance(desc, Mapping) and "tensor" in desc:
+        if isinstance(desc, Mapping) and ("tensor" in desc or "descriptor" in desc):
             text = "x".join(str(s) for s in desc.get("shape") or ()) or "scalar"
             if text not in shapes:
                 shapes.append(text)
