@@ -67,11 +67,9 @@ class Head:
         os.environ["RAY_TMPDIR"] = str(self.tmp)
 
     def stop(self) -> None:
-        from ray_test_cluster import _kill, _pids_with
+        from ray_test_cluster import _pids_with, stop_processes  # its agents too (they retitle themselves)
 
-        _kill(_pids_with(str(self.tmp)))
-        time.sleep(1.0)
-        _kill(_pids_with(str(self.tmp)))
+        stop_processes(_pids_with(str(self.tmp)))
 
 
 def compile_throughput(specs, tc, workers: int, ray_head: Head | None) -> dict:  # type: ignore[no-untyped-def]

@@ -5,8 +5,9 @@ nodes", so a timed bisect over the cluster's GPUs has one worker on each.
 Each pytest process starts its own cluster in a private RAY_TMPDIR on free ports, so parallel test
 workers never share or stop each other's cluster (with ``--dist loadgroup`` the ``xdist_group``
 marker keeps every cluster test on one worker and one cluster). Teardown kills exactly the
-processes this cluster started (found by its private temp dir), never other Ray processes on the
-machine. Without Ray the tests skip with the reason; in CI (``KTRIAGE_REQUIRE_RAY=1``, .ci/run) a
+processes this cluster started (found by its private temp dir and ports) and every process under them
+(``Cluster.stop``: a raylet's agents retitle themselves, so no name says whose they are), never other Ray
+processes on the machine, and fails if any of them survives. Without Ray the tests skip with the reason; in CI (``KTRIAGE_REQUIRE_RAY=1``, .ci/run) a
 missing Ray fails them instead.
 """
 
@@ -14,13 +15,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ray_test_cluster import REPO, Cluster, _kill, _pids_with, _run_ray, node_ports
+from ray_test_cluster import Cluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -31,49 +31,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[Cluster]:
+def ray_installed() -> None:
+    """Skips a test without Ray, saying why; fails it instead in CI (``KTRIAGE_REQUIRE_RAY=1``)."""
     if importlib.util.find_spec("ray") is None:
         if os.environ.get("KTRIAGE_REQUIRE_RAY", "").strip() in ("1", "true", "yes"):
             pytest.fail(
                 "Ray is not installed, and KTRIAGE_REQUIRE_RAY=1 (CI) says the cluster tests must run: pip install -e '.[test]'"
             )
         pytest.skip("Ray is not installed here (pip install 'ktriage[cluster]'); CI installs it and runs these tests")
-    tmp = Path(tempfile.mkdtemp(prefix="ktr-ray-"))  # short: Ray's socket paths must fit 107 bytes
-    env = {
-        **os.environ,
-        "RAY_TMPDIR": str(tmp),
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-        "RAY_USAGE_STATS_ENABLED": "0",
-        "RAY_health_check_period_ms": "1000",
-        "RAY_health_check_timeout_ms": "1000",
-        "RAY_health_check_failure_threshold": "3",
-        "RAY_health_check_initial_delay_ms": "1000",
-    }
-    env.pop("KTRIAGE_CLUSTER", None)
-    ports = node_ports(head=True)
-    cluster = Cluster(f"127.0.0.1:{ports.gcs}", tmp, env)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_installed: None) -> Iterator[Cluster]:
+    cluster = Cluster.private()
     try:
-        _run_ray(
-            [
-                "start",
-                "--head",
-                "--node-ip-address",
-                "127.0.0.1",
-                "--num-cpus",
-                "1",
-                "--temp-dir",
-                str(tmp),
-                "--include-dashboard",
-                "false",
-                "--disable-usage-stats",
-                *ports.args,
-            ],
-            env,
-        )
+        cluster.start_head()
         cluster.start_worker("cpu")
         cluster.start_worker("gpu", "--resources", '{"gpu_slot": 1}')
         cluster.start_worker("gpu2", "--resources", '{"gpu_slot": 1}')
-        os.environ["RAY_TMPDIR"] = str(tmp)  # the driver (this test process) too
+        os.environ["RAY_TMPDIR"] = str(cluster.tmp)  # the driver (this test process) too
         _wait_nodes(cluster, 4)
         yield cluster
     finally:
@@ -83,12 +59,7 @@ def ray_cluster() -> Iterator[Cluster]:
             ray.shutdown()
         except ImportError:
             pass
-        _kill(
-            _pids_with(str(tmp))
-            + [p for n in cluster.workers for p in _pids_with(f"--node_manager_port={cluster.workers[n]}")]
-        )
-        time.sleep(0.5)
-        _kill(_pids_with(str(tmp)))
+        cluster.stop()  # fails the session if a process of the cluster survives
 
 
 def _wait_nodes(cluster: Cluster, n: int, timeout: float = 60.0) -> None:

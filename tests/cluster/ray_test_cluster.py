@@ -10,6 +10,8 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +91,8 @@ def _pids_with(text: str) -> list[int]:
     return found
 
 
-def _descendants(pid: int) -> list[int]:
+def _children() -> dict[int, list[int]]:
+    """Every process's children (by ``/proc/<pid>/stat``'s parent pid)."""
     children: dict[int, list[int]] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -100,6 +103,11 @@ def _descendants(pid: int) -> list[int]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         children.setdefault(ppid, []).append(int(proc.name))
+    return children
+
+
+def _descendants(pid: int) -> list[int]:
+    children = _children()
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -116,6 +124,66 @@ def _kill(pids: list[int]) -> None:
             pass
 
 
+def _started(pid: int) -> str | None:
+    """A process's state and start time (``/proc/<pid>/stat``), or None once it is gone: with the pid, the
+    start time names one process (a pid freed by a killed one may be reused by another)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return f"{fields[0]} {fields[19]}"
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    except OSError:
+        return "?"
+
+
+def stop_processes(roots: list[int], timeout_s: float = 15.0) -> list[str]:
+    """Stop ``roots`` and every process under them, leaving nothing behind; returns the ones still running
+    after ``timeout_s`` (pid and command line), none when all are gone.
+
+    Why not the processes whose command line names the cluster's temp dir: a raylet's agents retitle
+    themselves (``ray::DashboardAgent``, ``ray::RuntimeEnvAgent``, ``ray::IDLE``), so the name no longer says
+    which cluster they serve, and once their raylet is SIGKILLed they are the children of init, found by
+    nothing. They log the raylet's death at once but exit only a minute or so later (seen with Ray 2.60; their
+    last step reports to the GCS, killed too), so every test session left eight of them behind for that long. Why freeze first (SIGSTOP, the tree walked again until
+    no new process appears): a running raylet starts workers and agents while its tree is walked, and one
+    started between the walk and the kill would be orphaned the same way. A stopped process starts none,
+    and SIGKILL ends it stopped. (``ray stop`` is no way out: it kills every Ray process of the machine,
+    other test sessions' clusters too.)"""
+    frozen: dict[int, str] = {}
+    todo = [p for p in roots if p != os.getpid()]
+    while todo:
+        for pid in todo:
+            started = _started(pid)
+            if started is None:
+                continue
+            frozen[pid] = started
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                pass
+        children = _children()
+        todo = [c for pid in todo for c in children.get(pid, []) if c not in frozen and c != os.getpid()]
+    _kill(list(frozen))
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [p for p, started in frozen.items() if _running(p, started)]
+        if not alive or time.monotonic() > deadline:
+            return [f"{p} {_name(p)}" for p in alive]
+        time.sleep(0.1)
+
+
+def _running(pid: int, started: str) -> bool:
+    """Whether the process ``pid`` that started at ``started`` runs still (a zombie has ended: its parent,
+    init or another reaper, has only not read its status yet)."""
+    now = _started(pid)
+    return now is not None and now.split()[1] == started.split()[1] and not now.startswith(("Z", "X"))
+
+
 @dataclass
 class Cluster:
     """The running test cluster: its address, environment and worker nodes (by node-manager port)."""
@@ -125,6 +193,32 @@ class Cluster:
     env: dict[str, str]
     workers: dict[str, int] = field(default_factory=dict)  # name -> node manager port
     worker_args: dict[str, list[str]] = field(default_factory=dict)
+    head_ports: NodePorts | None = None
+
+    @classmethod
+    def private(cls) -> Cluster:
+        """A cluster to start on free ports in a private temp dir (RAY_TMPDIR), with the test settings: its
+        nodes see this repository's ktriage, and notice a killed node within seconds."""
+        tmp = Path(tempfile.mkdtemp(prefix="ktr-ray-"))  # short: Ray's socket paths must fit 107 bytes
+        env = {
+            **os.environ,
+            "RAY_TMPDIR": str(tmp),
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_health_check_period_ms": "1000",
+            "RAY_health_check_timeout_ms": "1000",
+            "RAY_health_check_failure_threshold": "3",
+            "RAY_health_check_initial_delay_ms": "1000",
+        }
+        env.pop("KTRIAGE_CLUSTER", None)
+        ports = node_ports(head=True)
+        return cls(f"127.0.0.1:{ports.gcs}", tmp, env, head_ports=ports)
+
+    def start_head(self) -> None:
+        """``ray start --head`` with one CPU and no dashboard, on the ports :meth:`private` drew."""
+        assert self.head_ports is not None
+        args = ["start", "--head", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--temp-dir", str(self.tmp)]
+        _run_ray([*args, "--include-dashboard", "false", "--disable-usage-stats", *self.head_ports.args], self.env)
 
     def start_worker(self, name: str, *extra: str, attempts: int = 3) -> None:
         """``ray start`` a worker node. Ray gives a starting raylet a fixed 30 s to register with the GCS; on a
@@ -141,7 +235,7 @@ class Cluster:
                 self.worker_args[name] = list(extra)
                 return
             failures.append(_failure(args, proc))
-            _kill([d for pid in _pids_with(f"--node_manager_port={ports.node_manager}") for d in _descendants(pid)])
+            stop_processes(_pids_with(f"--node_manager_port={ports.node_manager}"))
         raise AssertionError(f"worker {name}: {attempts} starts failed; the last:\n{failures[-1]}")
 
     def raylet_pid(self, name: str) -> int:
@@ -156,7 +250,23 @@ class Cluster:
 
     def kill_worker(self, name: str) -> None:
         """SIGKILL a worker node: its raylet and every process under it (its Ray workers, their builds)."""
-        _kill(_descendants(self.raylet_pid(name)))
+        survivors = stop_processes([self.raylet_pid(name)])
+        assert not survivors, f"processes of worker {name} survived SIGKILL: {survivors}"
+
+    def processes(self) -> list[int]:
+        """The processes this cluster started (its head's and each worker node's, found by the temp dir and
+        the worker raylets' ports): with every process under them, all of the cluster (:func:`stop_processes`)."""
+        found = _pids_with(str(self.tmp))
+        for port in self.workers.values():
+            found += [p for p in _pids_with(f"--node_manager_port={port}") if p not in found]
+        return found
+
+    def stop(self) -> None:
+        """Stop every process of the cluster; fail, naming them, if any survives (a leak the next test session,
+        or the developer's machine, would have kept)."""
+        survivors = stop_processes(self.processes())
+        survivors += [f"{p} {_name(p)}" for p in self.processes()]  # started after the freeze by no process of it?
+        assert not survivors, f"processes of the test cluster in {self.tmp} survived its teardown: {survivors}"
 
     def node_ids(self) -> dict[str, str]:
         """name -> Ray node id of the live workers ("head" for the head)."""
