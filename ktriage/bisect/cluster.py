@@ -186,7 +186,7 @@ class ClusterMetricPredicate(MetricPredicate):
             elif result.lost or result.unfit:  # no node could install its toolchain: a skip, as locally
                 out.append((_lost(cand, result), None))
             else:
-                raise KtriageError(
+                raise result.job_error() or KtriageError(
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
                     f"the same candidate fails locally too? run without {option('cluster', '--cluster')} to see it",
                 )
@@ -217,7 +217,7 @@ class ClusterCommandPredicate(CommandPredicate):
             elif result.lost or result.unfit:  # no node could install its toolchain: a skip, as locally
                 out.append(_lost(cand, result))
             else:
-                raise KtriageError(
+                raise result.job_error() or KtriageError(
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
                     f"run without {option('cluster', '--cluster')} to see it",
                 )
@@ -291,7 +291,7 @@ class RemoteMeasure:
             )
         result = self._worker.call(timing_job, (self.factory, self.args, list(variants), n))
         if not result.ok or result.value is None:
-            raise MeasureError(
+            raise result.job_error() or MeasureError(
                 f"the timing job failed on the cluster: {result.error}",
                 "check the GPU node (ray status) and that the bundle is at the same path there; "
                 f"a lost GPU worker is not replaced mid-bisect: {option('resume', '--resume', True)} continues "

@@ -10,6 +10,7 @@ ran. A job that raises, or whose node is lost after the backend's retries, is a 
 
 from __future__ import annotations
 
+import copy
 import os
 import socket
 import threading
@@ -19,7 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, joined
 
 R = TypeVar("R")
 JobKind = Literal["compile", "build", "timing"]
@@ -70,6 +71,27 @@ class JobResult(Generic[R]):
     """True when every node the job tried was unfit for it (``NodeUnfit``); ``error`` names each."""
     attempts: int = 1
     extra: dict[str, object] = field(default_factory=dict)
+    exception: KtriageError | None = None
+    """The :class:`KtriageError` the job raised, whole (its class, problem, fix, details), when it raised one;
+    ``error`` is its text. Raise :meth:`job_error`, which names the node, rather than wrapping ``error``."""
+
+    def job_error(self) -> KtriageError | None:
+        """The job's own error to raise where it was collected, as if the job had run here: the error it
+        raised, of its class, with its fix, its problem naming the node it ran on (``(on node 1a2b3c4d5e6f on
+        gpu-host)``; nothing added for this machine's pool); None when the job raised no KtriageError.
+
+        Why not a wrapper error over ``error``: the cluster's callers raised "the timing job failed on the
+        cluster: <the job's problem and fix>" under their own generic fix, so the job's fix (``CudaError``'s,
+        a spec's) was read as part of the problem and the fix shown was the wrapper's, and a caller catching
+        the job's class (``BisectAbort``, ``MeasureError``) no longer caught it."""
+        error = self.exception
+        if error is None or self.placement is None or self.placement.node_id == "local":
+            return error
+        named = copy.copy(error)  # KtriageError.__reduce__: the same class and attributes, nothing shared changed
+        named.problem = joined(error.problem, f" (on node {self.placement.node_id[:12]} on {self.placement.hostname})")
+        if error.args and error.args[0] == error.problem:  # Exception's text too, where it is the problem
+            named.args = (named.problem, *error.args[1:])
+        return named
 
 
 OnDone = Callable[[int, "JobResult[Any]"], None]
@@ -149,6 +171,8 @@ class LocalExecutor:
             except NodeUnfit as exc:  # this machine is the only node: its reason is the job's failure
                 error = exc.problem if not exc.fix else f"{exc.problem} (fix: {exc.fix})"
                 return JobResult(job, False, error=error, placement=here())
+            except KtriageError as exc:
+                return JobResult(job, False, error=_error_text(exc), placement=here(), exception=exc)
             except Exception as exc:
                 return JobResult(job, False, error=_error_text(exc), placement=here())
 

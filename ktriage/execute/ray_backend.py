@@ -6,7 +6,9 @@ cluster has GPUs, else the custom resource ``gpu_slot`` a node declares with
 ``--resources '{"gpu_slot": 1}'``) and no CPU, so it never waits behind compiles and runs only on a
 node that declares a GPU. Values (artifact files, observations, samples) come back through Ray's
 object store. A node that dies mid-job: Ray runs the job again elsewhere (``max_retries``, system
-failures only: a job that raises is not retried, it failed). Jobs with the same ``key`` run once.
+failures only: a job that raises is not retried, it failed; a :class:`KtriageError` it raised comes
+back whole, with the node, for the caller to raise as its own: ``JobResult.job_error``). Jobs with the
+same ``key`` run once.
 A job that finds its node unfit (``NodeUnfit``: the node cannot build its toolchain) is sent
 again to a node not yet found unfit for it (Ray's node-id label), and fails with every node's reason
 when none is left. A node that refused a job another node then ran is remembered for the job's
@@ -57,9 +59,19 @@ class _Unfit:
     fix: str | None
 
 
+@dataclass(frozen=True)
+class _Raised:
+    """What a node sends back instead of a value when its job raised a :class:`KtriageError` there: the error
+    itself (it pickles whole), with the placement beside it, so the driver can raise it as the job's own,
+    naming the node (``JobResult.job_error``). Through Ray's ``RayTaskError`` only the node's IP came back."""
+
+    error: KtriageError
+
+
 def _node_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Placement]:
     """Runs on the node: the job, and where it ran (Ray's node id, host, pid). A job that finds this
-    node unfit comes back as :class:`_Unfit` (a value, so Ray neither retries it nor wraps it)."""
+    node unfit comes back as :class:`_Unfit` (a value, so Ray neither retries it nor wraps it), one that
+    raised a KtriageError as :class:`_Raised`; any other exception is raised to Ray."""
     import ray
 
     from ktriage.execute.base import here
@@ -68,7 +80,15 @@ def _node_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Plac
         value, where = call_job(fn, args)
     except NodeUnfit as exc:
         value, where = _Unfit(exc.problem, exc.fix), here()
+    except KtriageError as exc:
+        value, where = _Raised(exc), here()
     return value, Placement(ray.get_runtime_context().get_node_id(), where.hostname, where.pid)
+
+
+def _raised(job: Job[R], raised: _Raised, placement: Placement) -> JobResult[R]:
+    """The failed result of a job that raised a KtriageError on its node: the error whole, and its text."""
+    error = raised.error
+    return JobResult(job, False, error=f"{type(error).__name__}: {error}", placement=placement, exception=error)
 
 
 @dataclass
@@ -368,6 +388,7 @@ class RayExecutor:
                 result = results[i] = JobResult(
                     jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement
                 )
+                result.exception = outcome.exception
                 result.unfit = outcome.unfit
                 if on_done is not None:
                     on_done(i, result)
@@ -424,6 +445,8 @@ class RayExecutor:
         dummy: Job[Any] = Job("compile", _node_call)
         try:
             value, where = ray.get(ref)
+            if isinstance(value, _Raised):
+                return _raised(dummy, value, where)
             return JobResult(dummy, True, value, placement=where)
         except ray.exceptions.RayTaskError as exc:  # the job itself raised: not retried
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
@@ -489,6 +512,8 @@ class RayPinnedWorker:
             self._lost = f"the pinned {self.kind} worker{where} was lost: {type(exc).__name__}: {str(exc)[:300]}"
             return JobResult(job, False, error=self._lost, lost=True)
         self.where = {**placement.to_json(), "gpu_ids": gpu_ids}
+        if isinstance(value, _Raised):  # the job raised in the worker: the worker lives on
+            return _raised(job, value, placement)
         if isinstance(value, _Unfit):  # pinned: it is never moved to another node
             error = value.problem if not value.fix else f"{value.problem} (fix: {value.fix})"
             return JobResult(job, False, error=error, placement=placement)

@@ -203,3 +203,37 @@ def test_a_jobs_ktriage_error_comes_back_from_the_node_with_its_fix_not_as_a_los
         assert result.error.startswith("CudaError: cuLaunchKernel failed: CUDA_ERROR_OUT_OF_MEMORY (2)"), result.error
         assert f"fix: {error.fix}" in result.error, result.error
     assert after.ok, after.error  # the worker that raised is not taken for lost: the measurement goes on
+
+
+def test_a_jobs_ktriage_error_comes_back_whole_with_the_node_and_is_raised_as_its_own(ray_cluster) -> None:
+    """The executor kept only the text of a job's KtriageError ("SpecError: bad ...\n  fix: ..."), so a caller
+    could only wrap it: the job's fix ended up inside the wrapper's problem, under the wrapper's generic fix.
+    Now the result carries the error itself (``exception``), for both a task (two jobs with one key: each
+    result) and a pinned worker, and ``job_error()`` is that error, of its class, with its fix, its problem
+    and fix in both spellings (a ``Worded`` option), its problem naming the node it ran on."""
+    from ktriage.errors import SpecError, in_flags, worded
+    from ktriage.testing import fake_raising_job
+
+    problem = worded(lambda o: f"a FAKE spec with {o('limit', '--limit', 0)}")
+    fix = worded(lambda o: f"give {o('limit', '--limit', 5)}")
+    error = SpecError(problem, fix, "the details")
+    with RayExecutor(ray_cluster.address) as ex:
+        nodes = set(ray_cluster.node_ids().values())
+        one, same = ex.run([Job("compile", fake_raising_job, (error,), key="k")] * 2)
+        worker = ex.pinned_worker("timing")
+        try:
+            pinned = worker.call(fake_raising_job, (error,))
+        finally:
+            worker.close()
+    for result in (one, same, pinned):
+        assert not result.ok and not result.lost and result.placement is not None, result.error
+        assert result.placement.node_id in nodes
+        assert isinstance(result.exception, SpecError) and result.exception.problem == problem, result.exception
+        raised = result.job_error()
+        assert type(raised) is SpecError
+        where = f" (on node {result.placement.node_id[:12]} on {result.placement.hostname})"
+        assert str(raised.problem) == f"{problem}{where}" and in_flags(raised.problem) == f"{problem.flags}{where}"
+        assert raised.fix == fix and in_flags(raised.fix) == fix.flags and raised.details == "the details"
+        assert str(raised).startswith(f"{problem}{where}\n  fix: {fix}\n"), str(raised)
+        assert result.exception.problem == problem  # the result's own error is left as the job raised it
+        assert result.error.startswith(f"SpecError: {problem}\n  fix: {fix}"), result.error

@@ -60,3 +60,18 @@ def test_a_ray_client_address_without_ray_client_names_the_package(monkeypatch: 
         open_executor("ray://127.0.0.1:1", workers=1)
     assert "Ray Client" in refused.value.problem and "ray[client]" in refused.value.problem
     assert "pip install 'ray[client]'" in refused.value.fix and "HOST:PORT" in refused.value.fix
+
+
+def test_the_local_pool_keeps_a_jobs_ktriage_error_whole_and_raises_it_unchanged() -> None:
+    """This machine's pool: the job's own error comes back as raised (``job_error()`` names no node: it ran
+    here), so a caller raises it as if it had called the job itself."""
+    from ktriage.errors import MeasureError
+    from ktriage.testing import fake_raising_job
+
+    error = MeasureError("a FAKE measurement problem", "the FAKE fix")
+    with LocalExecutor(1) as ex:
+        (result,) = ex.run([Job("timing", fake_raising_job, (error,))])
+    assert not result.ok and result.exception is error and result.job_error() is error
+    assert "a FAKE measurement problem" in result.error
+    (plain,) = LocalExecutor(1).run([Job("build", int, ("x",))])
+    assert plain.exception is None and plain.job_error() is None  # no KtriageError: only its text
