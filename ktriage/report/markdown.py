@@ -12,6 +12,7 @@ from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.measure.cells import RunInfo
 from ktriage.stats.gate import gate_band
 from ktriage.wording import agree, plural
 
@@ -218,6 +219,21 @@ def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
     return any(why in q.text and not q.available for q in quotes)
 
 
+def run_date_gpu(run: RunInfo) -> tuple[str, str]:
+    """A side's run date and GPU as a report prints them. A TritonBench file's run has only what its file
+    says (the nightly JSON's ``benchmark_date`` and ``device``; a CSV or a flat ``--output-json``: neither),
+    and a missing one reads "not in the file": compare printed the time of reading as the run's date and
+    "?" for its GPU. Another run without a GPU keeps "?"."""
+    from ktriage.measure.tritonbench_format import is_tritonbench_run
+
+    from_file = is_tritonbench_run(run)
+    gpu = str(run.gpu.get("name") or "") if run.gpu else ""
+    return (
+        run.created or ("date not in the file" if from_file else "?"),
+        gpu or ("GPU not in the file" if from_file else "?"),
+    )
+
+
 def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> list[str]:
     """``ref: run 1d99dfb06145 (2026-..., NVIDIA H200, driver 570.86, status ok)``, one per side (one, ``both
     sides: run ...``, when both sides are one run, as the HTML's "both": a lone "ref:" left the reader looking
@@ -228,10 +244,10 @@ def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[s
     for side, run in (("both sides" if one_run else "ref", c.ref_run), ("new", c.new_run)):
         if run is None:
             continue
-        gpu = run.gpu.get("name", "?") if run.gpu else "?"
+        date, gpu = run_date_gpu(run)
         drv = run.gpu.get("driver") if run.gpu else None
         lines.append(
-            f"{side}: run {code(run.run_id)} ({text(run.created)}, {text(str(gpu))}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
+            f"{side}: run {code(run.run_id)} ({text(date)}, {text(gpu)}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
         )
     if one_run:
         lines = lines[:1]
