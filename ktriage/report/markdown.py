@@ -5,7 +5,7 @@ folded away in <details>."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
 from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
@@ -16,9 +16,22 @@ from ktriage.measure.cells import RunInfo
 from ktriage.stats.gate import gate_band
 from ktriage.wording import agree, plural
 
+MS_DIGITS = 4  # significant digits of a column's smallest time (what fmt_ms alone gives every time)
 
-def fmt_ms(v: float) -> str:
-    return "-" if not math.isfinite(v) else f"{v:.4g}"
+
+def fmt_ms(v: float, decimals: int | None = None) -> str:
+    """A time in ms: four significant digits, or ``decimals`` places (``ms_decimals``: one column's)."""
+    if not math.isfinite(v):
+        return "-"
+    return f"{v:.{MS_DIGITS}g}" if decimals is None else f"{v:.{decimals}f}"
+
+
+def ms_decimals(values: Iterable[float]) -> int:
+    """The decimal places of a table's ms columns: four significant digits of its smallest time, the same
+    places for every row. Why: ``fmt_ms`` alone drops trailing zeros and gives each time its own places
+    ("0.0423" next to "0.1268", "2.8" under "2.817"), so right-aligned the decimal points did not line up."""
+    smallest = min((abs(v) for v in values if math.isfinite(v) and v != 0), default=1.0)
+    return max(0, MS_DIGITS - 1 - math.floor(math.log10(smallest)))
 
 
 def fmt_pct(r: float) -> str:
@@ -105,7 +118,9 @@ def _pair_table(c: Comparison, pairs: Sequence[PairResult], ranked: bool) -> lis
         + " | ".join([*head, "op", "input", "backend", "ref ms", "new ms", "change", f"{confidence:.0%} CI", "p"])
         + " |"
     ]
-    lines.append("|" + "---|" * (len(head) + 8))
+    # the numbers right-aligned (ref ms .. p), as the terminal's, so their decimal points line up
+    lines.append("|" + "---|" * (len(head) + 3) + "---:|" * 5)
+    decimals = ms_decimals(x for p in pairs if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
     for k, p in enumerate(pairs, 1):
         v = p.verdict
         assert v is not None
@@ -114,8 +129,8 @@ def _pair_table(c: Comparison, pairs: Sequence[PairResult], ranked: bool) -> lis
             _esc(f"{p.op}.{p.mode}"),
             _esc(p.input_label),
             _esc(c.row_backend(p)),
-            fmt_ms(v.median_ref),
-            fmt_ms(v.median_new),
+            fmt_ms(v.median_ref, decimals),
+            fmt_ms(v.median_new, decimals),
             f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio),
             fmt_ci(p),
             f"{v.p_value:.2g}",
