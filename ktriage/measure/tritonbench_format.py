@@ -222,10 +222,25 @@ def _not_a_latency(value: Any) -> str:
     return value.strip()
 
 
+def _said(env: JSONObject, key: str) -> str:
+    """``env[key]`` where the file says it: empty where it is missing or TritonBench's ``unknown``."""
+    value = str(env.get(key) or "").strip()
+    return "" if value.lower() == "unknown" else value
+
+
+def is_tritonbench_run(run: RunInfo) -> bool:
+    """A run read from a TritonBench file (``_run``), whose date and GPU are only what the file says."""
+    return run.settings.get("source") == SOURCE
+
+
 def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str, warnings: Sequence[str] = ()) -> RunInfo:
+    """The run a file describes, from what it says: the nightly JSON's ``env`` has the date
+    (``benchmark_date``) and the GPU (``device``); a CSV and a flat ``--output-json`` say neither, and
+    their run's ``created`` and ``gpu`` stay empty (the reports say "not in the file"). Why not the time
+    of reading or the file's mtime: compare printed either as the run's date, which no run had."""
     env = dict(env or {})
     run = RunInfo(command=f"tritonbench {kind} {origin}", host=str(env.get("device", "")), status="finished")
-    run.created = str(env.get("benchmark_date") or run.created)
+    run.created = _said(env, "benchmark_date")
     run.settings = {
         "source": SOURCE,
         "format": kind,
@@ -250,8 +265,8 @@ def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str, war
                 "ptxas_version": env.get("ptxas_version"),
             }
         ]
-    if env.get("device"):
-        run.gpu = {"name": env["device"], "cuda": env.get("cuda_version")}
+    if _said(env, "device"):
+        run.gpu = {"name": _said(env, "device"), "cuda": env.get("cuda_version")}
     return run
 
 
@@ -582,7 +597,7 @@ def tritonbench_env(run: RunInfo, toolchain: str | None) -> JSONObject:
     """``get_run_env``'s keys (``unknown`` where ktriage does not know them) plus ktriage's own:
     the toolchain (spec, id, Triton and ptxas versions) and the run id, for the way back."""
     env: JSONObject = {k: "unknown" for k in ENV_KEYS}
-    env["benchmark_date"] = run.created
+    env["benchmark_date"] = run.created or "unknown"  # a TritonBench CSV's run: no date in its file
     env["device"] = str(run.gpu.get("name") or "unknown")
     env["cuda_version"] = str(run.gpu.get("cuda") or run.gpu.get("cuda_driver") or "unknown")
     record = _toolchain_record(run, toolchain)

@@ -709,8 +709,10 @@ class Contributor:
         Why the evidence first and "on its own": written ``+304%: 1134 more ...`` right after the prediction's
         own ``predicted +467% [+449%, +486%]``, two percentages stood in a row with different meanings (the
         kernel's predicted change, then this aspect's), and a -23% contributor of a +4% prediction read as a
-        second prediction. The share is how much this aspect alone moves the new kernel's time."""
-        return f"{self.evidence}, {self.share * 100:+.0f}% on its own"
+        second prediction. The share is how much this aspect alone moves the new kernel's time, written as
+        the prediction is (``percent_text``: under one percent with a decimal), so a -0.6% prediction's
+        contributor never reads "-1% on its own"."""
+        return f"{self.evidence}, {percent_text(self.share * 100)} on its own"
 
     def to_json(self) -> JSONObject:
         return {"aspect": self.aspect, "share": round(self.share, 4), "evidence": self.evidence, "text": self.text()}
@@ -790,7 +792,14 @@ def pct(r: float) -> str:
     rounds to nothing reads ``+0.0%``, never ``-0.0%`` (a ratio of 0.9999 is no speedup to report)."""
     if not math.isfinite(r):
         return "n/a"
-    x = (r - 1) * 100
+    return percent_text((r - 1) * 100)
+
+
+def percent_text(x: float) -> str:
+    """A signed change already in percent (``pct``'s rule: whole percent from one up, one decimal under
+    it, ``+0.0%`` for nothing), for a change that is no ratio (a contributor's share)."""
+    if not math.isfinite(x):
+        return "n/a"
     if abs(x) >= 1:
         return f"{x:+.0f}%"
     return f"{round(x, 1):+.1f}%" if round(x, 1) != 0 else "+0.0%"

@@ -28,7 +28,7 @@ from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
 from ktriage.order import natural_key
-from ktriage.report.markdown import COLUMNS_TEXT, fmt_ci, fmt_ms, fmt_pct, headline, quoted
+from ktriage.report.markdown import COLUMNS_TEXT, fmt_ci, fmt_ms, fmt_pct, headline, quoted, run_date_gpu
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.gate import gate_band
 
@@ -185,10 +185,11 @@ def _row(c: Comparison, p: PairResult) -> dict[str, str]:
     }
 
 
-def _runs(c: Comparison) -> list[tuple[str, object]]:
+def _runs(c: Comparison) -> list[tuple[str, object, str, str]]:
+    """(side, run, its date, its GPU) per side, the date and GPU as the markdown's "Runs:" words them."""
     if c.ref_run is not None and c.new_run is not None and c.ref_run.run_id == c.new_run.run_id:
-        return [("both", c.ref_run)]
-    return [(side, r) for side, r in (("ref", c.ref_run), ("new", c.new_run)) if r is not None]
+        return [("both", c.ref_run, *run_date_gpu(c.ref_run))]
+    return [(side, r, *run_date_gpu(r)) for side, r in (("ref", c.ref_run), ("new", c.new_run)) if r is not None]
 
 
 def _section(c: Comparison) -> dict[str, Any]:

@@ -5,19 +5,33 @@ folded away in <details>."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
 from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.measure.cells import RunInfo
 from ktriage.stats.gate import gate_band
 from ktriage.wording import agree, plural
 
+MS_DIGITS = 4  # significant digits of a column's smallest time (what fmt_ms alone gives every time)
 
-def fmt_ms(v: float) -> str:
-    return "-" if not math.isfinite(v) else f"{v:.4g}"
+
+def fmt_ms(v: float, decimals: int | None = None) -> str:
+    """A time in ms: four significant digits, or ``decimals`` places (``ms_decimals``: one column's)."""
+    if not math.isfinite(v):
+        return "-"
+    return f"{v:.{MS_DIGITS}g}" if decimals is None else f"{v:.{decimals}f}"
+
+
+def ms_decimals(values: Iterable[float]) -> int:
+    """The decimal places of a table's ms columns: four significant digits of its smallest time, the same
+    places for every row. Why: ``fmt_ms`` alone drops trailing zeros and gives each time its own places
+    ("0.0423" next to "0.1268", "2.8" under "2.817"), so right-aligned the decimal points did not line up."""
+    smallest = min((abs(v) for v in values if math.isfinite(v) and v != 0), default=1.0)
+    return max(0, MS_DIGITS - 1 - math.floor(math.log10(smallest)))
 
 
 def fmt_pct(r: float) -> str:
@@ -104,7 +118,9 @@ def _pair_table(c: Comparison, pairs: Sequence[PairResult], ranked: bool) -> lis
         + " | ".join([*head, "op", "input", "backend", "ref ms", "new ms", "change", f"{confidence:.0%} CI", "p"])
         + " |"
     ]
-    lines.append("|" + "---|" * (len(head) + 8))
+    # the numbers right-aligned (ref ms .. p), as the terminal's, so their decimal points line up
+    lines.append("|" + "---|" * (len(head) + 3) + "---:|" * 5)
+    decimals = ms_decimals(x for p in pairs if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
     for k, p in enumerate(pairs, 1):
         v = p.verdict
         assert v is not None
@@ -113,8 +129,8 @@ def _pair_table(c: Comparison, pairs: Sequence[PairResult], ranked: bool) -> lis
             _esc(f"{p.op}.{p.mode}"),
             _esc(p.input_label),
             _esc(c.row_backend(p)),
-            fmt_ms(v.median_ref),
-            fmt_ms(v.median_new),
+            fmt_ms(v.median_ref, decimals),
+            fmt_ms(v.median_new, decimals),
             f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio),
             fmt_ci(p),
             f"{v.p_value:.2g}",
@@ -218,6 +234,21 @@ def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
     return any(why in q.text and not q.available for q in quotes)
 
 
+def run_date_gpu(run: RunInfo) -> tuple[str, str]:
+    """A side's run date and GPU as a report prints them. A TritonBench file's run has only what its file
+    says (the nightly JSON's ``benchmark_date`` and ``device``; a CSV or a flat ``--output-json``: neither),
+    and a missing one reads "not in the file": compare printed the time of reading as the run's date and
+    "?" for its GPU. Another run without a GPU keeps "?"."""
+    from ktriage.measure.tritonbench_format import is_tritonbench_run
+
+    from_file = is_tritonbench_run(run)
+    gpu = str(run.gpu.get("name") or "") if run.gpu else ""
+    return (
+        run.created or ("date not in the file" if from_file else "?"),
+        gpu or ("GPU not in the file" if from_file else "?"),
+    )
+
+
 def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> list[str]:
     """``ref: run 1d99dfb06145 (2026-..., NVIDIA H200, driver 570.86, status ok)``, one per side (one, ``both
     sides: run ...``, when both sides are one run, as the HTML's "both": a lone "ref:" left the reader looking
@@ -228,10 +259,10 @@ def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[s
     for side, run in (("both sides" if one_run else "ref", c.ref_run), ("new", c.new_run)):
         if run is None:
             continue
-        gpu = run.gpu.get("name", "?") if run.gpu else "?"
+        date, gpu = run_date_gpu(run)
         drv = run.gpu.get("driver") if run.gpu else None
         lines.append(
-            f"{side}: run {code(run.run_id)} ({text(run.created)}, {text(str(gpu))}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
+            f"{side}: run {code(run.run_id)} ({text(date)}, {text(gpu)}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
         )
     if one_run:
         lines = lines[:1]

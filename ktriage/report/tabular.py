@@ -23,6 +23,7 @@ from ktriage.report.markdown import (
     fmt_pct,
     headline,
     method_text,
+    ms_decimals,
     quoted,
     run_lines,
 )
@@ -114,7 +115,7 @@ def to_csv(report: CompareReport) -> str:
     return out.getvalue()
 
 
-def _row(c: Comparison, p: PairResult) -> list[str]:
+def _row(c: Comparison, p: PairResult, decimals: int) -> list[str]:
     v = p.verdict
     assert v is not None  # the pairs not compared are listed under the table, not in it
     style = _STYLE.get(p.kind, "")
@@ -123,8 +124,8 @@ def _row(c: Comparison, p: PairResult) -> list[str]:
         escape(f"{p.op}.{p.mode}"),
         escape(p.input_label),
         escape(c.row_backend(p)),
-        fmt_ms(v.median_ref),
-        fmt_ms(v.median_new),
+        fmt_ms(v.median_ref, decimals),
+        fmt_ms(v.median_new, decimals),
         fmt_pct(v.ratio),
         fmt_ci(p),
         kind,
@@ -156,8 +157,11 @@ def print_table(
         )
         add_columns(t, ("verdict", "why"), overflow="fold")
         rows = [*c.regressions(), *c.improvements(), *c.unsure(), *(c.same() if show_same else [])]
-        for p in rows[:max_rows]:
-            t.add_row(*_row(c, p))
+        shown = rows[:max_rows]
+        # one number of decimal places for both ms columns of the rows shown: their points line up
+        decimals = ms_decimals(x for p in shown if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
+        for p in shown:
+            t.add_row(*_row(c, p, decimals))
         if rows:
             console.print(t)
         if len(rows) > max_rows:

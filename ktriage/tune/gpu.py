@@ -16,6 +16,7 @@ embedding today).
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -294,7 +295,7 @@ def write_tune_bundles(
     parts = [
         write_tune_bundle(
             r,
-            out_dir / "parts" / f"input-{bench_target(r)[3]}",
+            part_folder(out_dir, bench_target(r)[3]),
             compiler,
             sm_count=sm_count,
             compare_with=compare_with,
@@ -306,6 +307,57 @@ def write_tune_bundles(
     for tb in parts:
         tb.path = out_dir
     return parts
+
+
+PARTS = "parts"  # out_dir/parts/input-<id>: one tune bundle per input, merged into out_dir
+_PART_NAME = re.compile(r"input-\d+")
+
+
+def part_folder(out_dir: Path, input_id: int) -> Path:
+    """Where ``write_tune_bundles`` writes the tune bundle of one input of several."""
+    return Path(out_dir) / PARTS / f"input-{input_id}"
+
+
+@dataclass(frozen=True)
+class PartsRemoved:
+    """The part folders of earlier runs that ``remove_unused_parts`` removed, and those it could not (why)."""
+
+    removed: list[Path] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def remove_unused_parts(out_dir: Path, bundles: Sequence[TuneBundle]) -> PartsRemoved:
+    """Remove the part folders of ``out_dir`` that this run's ``bundles`` do not use: those of inputs an
+    earlier run tuned and this one does not, and every one when this run tuned a single input (written
+    straight to ``out_dir``). Why: they stayed in the bundle folder, and the copy to the GPU host carried
+    them with the bundle. Only ktriage's own are touched: a folder named ``input-<id>`` under ``parts/``
+    that holds a ktriage bundle's manifest (a symlink, another name or another file is left alone), and
+    ``parts/`` itself when that leaves it empty. One that cannot be removed is named, not fatal: the bundle
+    is written and timed all the same."""
+    import shutil
+
+    from ktriage.workload.bundles.format import MANIFEST, is_bundle_manifest
+
+    parts = Path(out_dir) / PARTS
+    if parts.is_symlink() or not parts.is_dir():
+        return PartsRemoved()
+    used = {part_folder(out_dir, tb.input_id).name for tb in bundles} if len(bundles) > 1 else set()
+    out = PartsRemoved()
+    for folder in sorted(parts.iterdir()):
+        if folder.name in used or not _PART_NAME.fullmatch(folder.name) or folder.is_symlink() or not folder.is_dir():
+            continue
+        manifest = folder / MANIFEST
+        if manifest.is_symlink() or not manifest.is_file() or not is_bundle_manifest(manifest):
+            continue
+        try:
+            shutil.rmtree(folder)
+        except OSError as exc:
+            out.failed.append((folder, exc.strerror or str(exc)))
+        else:
+            out.removed.append(folder)
+    if out.removed and not any(parts.iterdir()):
+        parts.rmdir()
+    return out
 
 
 def config_numbering(results: Sequence[ScreenResult]) -> dict[TuneConfig, int]:

@@ -21,7 +21,7 @@ from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
-    from ktriage.tune.gpu import Timed, TuneBundle
+    from ktriage.tune.gpu import PartsRemoved, Timed, TuneBundle
     from ktriage.tune.screen import ScreenResult
 
 
@@ -54,7 +54,7 @@ def time_candidates(
     time it on one."""
     from ktriage.home import home_subdir
     from ktriage.measure.results_file import read_results
-    from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
+    from ktriage.tune.gpu import gpu_available, pick_winner, remove_unused_parts, write_tune_bundles
     from ktriage.tune.results_match import recorded_configs
 
     if budget <= 0:
@@ -75,6 +75,7 @@ def time_candidates(
         said, flags = (f" ({exc.fix})", f" ({in_flags(exc.fix)})") if exc.fix else ("", "")  # a fix may name options
         note = Worded(f"not timed: {exc.problem}{said}", f"not timed: {exc.problem}{flags}")
         return TimingRun([{"timed": False, "why": exc.problem} for _ in results], [("warn", note)])
+    cleared = _parts_notes(Path(out), remove_unused_parts(Path(out), tbs))
     results_path = results_file or Path(out) / "tune-results.json"
     command = tbs[0].bench_command(budget * len(tbs), results_path)
     infos: list[JSONObject] = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
@@ -93,6 +94,7 @@ def time_candidates(
         return TimingRun(
             infos,
             [
+                *cleared,
                 ("warn", "no GPU here: the kept candidates are in a bench bundle; time them on the GPU machine with"),
                 ("info", f"  {' '.join(command)}"),
                 (
@@ -111,7 +113,34 @@ def time_candidates(
     _check_results_of(tbs, timed, results_path, command)
     for info, verdict in zip(infos, timed, strict=True):
         info.update({"timed": True, **verdict.to_json()})
-    return TimingRun(infos, warnings=_matching_warnings(tbs, timed, results_path, command))
+    return TimingRun(infos, cleared, warnings=_matching_warnings(tbs, timed, results_path, command))
+
+
+def _parts_notes(out: Path, parts: PartsRemoved) -> list[tuple[str, str]]:
+    """What ``remove_unused_parts`` did, said: how many part folders of earlier runs it removed (they would
+    have travelled with the bundle), and each one it could not remove, with why."""
+    from ktriage.tune.gpu import PARTS
+
+    notes: list[tuple[str, str]] = []
+    if parts.removed:
+        names = ", ".join(p.name for p in parts.removed)
+        notes.append(
+            (
+                "info",
+                f"removed {plural(len(parts.removed), 'part folder')} of inputs this run does not tune from "
+                f"{out / PARTS} ({names}), so {'it does' if len(parts.removed) == 1 else 'they do'} not travel "
+                "with the bundle",
+            )
+        )
+    for folder, why in parts.failed:
+        notes.append(
+            (
+                "warn",
+                f"not removed: {folder}, a part folder of an input this run does not tune ({why}); it travels with "
+                "the bundle: remove it before copying the bundle to the GPU host",
+            )
+        )
+    return notes
 
 
 def _check_results_of(tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: Path, command: Sequence[str]) -> None:

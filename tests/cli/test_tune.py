@@ -495,3 +495,46 @@ def test_the_untimed_tune_names_its_flags(tmp_path: Path, toolchain, run_cli: Ru
     said = " ".join(res.output.split())
     results = tmp_path / "b" / "tune-results.json"
     assert f"then report the winner here with: --results {results}" in said and "results_file=" not in said, said
+
+
+@pytest.mark.slow
+def test_a_tune_again_removes_the_part_folders_of_inputs_it_no_longer_tunes(  # type: ignore[no-untyped-def]
+    tmp_path: Path, toolchain, run_cli: RunCli, has_gpu: bool
+) -> None:
+    """Tuning several inputs writes one tune bundle per input under DIR/parts/input-<id> and merges them into
+    DIR. A later tune of other inputs into the same --bundle kept the earlier inputs' part folders, and the
+    copy of DIR to the GPU host carried them. They are removed now, and the run says how many; only
+    ktriage's own (input-<id> holding a bundle manifest): a folder of the user's under parts/ stays."""
+    from ktriage.workload.bundles.format import MANIFEST, load_bundle
+
+    if has_gpu:
+        pytest.skip("on a GPU host tune times the bundle; this checks the folder it writes without one")
+    toolchain("triton==3.4.0")
+    folder = tmp_path / "b"
+    parts = folder / "parts"
+    space = ["--warps", "8", "--stages", "3", "--top-k", "1", "--bundle", str(folder)]
+
+    def tune(*inputs: str) -> str:
+        argv = ["tune", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0"]
+        res = run_cli([*argv, *[a for i in inputs for a in ("-i", i)], *space])
+        assert res.exit_code == exit_codes.OK, res.output
+        return " ".join(res.output.split())
+
+    said = tune("N=4608", "N=8192")
+    assert sorted(p.name for p in parts.iterdir()) == ["input-14", "input-7"] and "removed" not in said
+    mine = [parts / "input-99", parts / "notes"]  # no manifest, another name: not ktriage's part folders
+    for own in mine:
+        own.mkdir()
+        (own / "keep.txt").write_text("mine")
+    (parts / "notes" / MANIFEST).write_text((parts / "input-14" / MANIFEST).read_text())
+
+    said = tune("N=4608", "N=6144")
+    assert sorted(p.name for p in parts.iterdir()) == ["input-10", "input-7", *sorted(p.name for p in mine)]
+    assert f"removed 1 part folder of inputs this run does not tune from {parts} (input-14)" in said, said
+    assert [c.id for c in load_bundle(folder).input_cases()] == [7, 10]
+
+    said = tune("N=4608")  # one input: written straight to the folder, no part of it is used
+    assert sorted(p.name for p in parts.iterdir()) == sorted(p.name for p in mine)
+    assert f"removed 2 part folders of inputs this run does not tune from {parts} (input-10, input-7)" in said, said
+    assert all((own / "keep.txt").read_text() == "mine" for own in mine)
+    assert [c.id for c in load_bundle(folder).input_cases()] == [7]

@@ -321,3 +321,53 @@ def test_sides_that_share_no_input_or_backend_are_told_how_both_benches_choose_t
     assert backends.value.fix == (
         "measure both sides with the same backends: the same only (--only) in kt.bench (`ktriage bench --op`)"
     )
+
+
+def _nightly(csv_path: Path, env: dict[str, str] | None) -> dict[str, object]:
+    """The real CSV's latencies in TritonBench's JSON shape (``tritonbench_{op}_{mode}[x_{x_val}-{backend}]_latency``),
+    wrapped as the nightly runner does (``{"name", "env", "metrics"}``) when ``env`` is given, else flat as
+    ``run.py --output-json`` writes it. The env's keys are get_run_env's (tritonbench/utils/run_utils.py)."""
+    rows = [line.split(";") for line in csv_path.read_text().splitlines()]
+    backends = [h.removesuffix("-latency") for h in rows[0][1:]]
+    metrics = {
+        f"tritonbench_layer_norm_bwd[x_{row[0]}-{backend}]_latency": value
+        for row in rows[1:]
+        if row[0] != "average"
+        for backend, value in zip(backends, row[1:], strict=True)
+    }
+    return {"name": "nightly", "env": env, "metrics": metrics} if env is not None else metrics
+
+
+def test_a_tritonbench_runs_date_and_gpu_are_what_its_file_says(tmp_path: Path, run_cli: RunCli) -> None:
+    """compare printed a TritonBench CSV's run as "(<the time of reading>, ?, status finished)": a date no
+    run had and no word of the GPU. A CSV (and a flat --output-json) says neither, and each output now says
+    "not in the file"; the nightly JSON's env says both (benchmark_date, device), and those are printed;
+    its device "unknown" (no GPU visible to TritonBench) is no GPU either."""
+    import datetime
+
+    csvs = [DATA / f"layer_norm_bwd_run{i}.csv" for i in (1, 2)]
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    r = run_cli(["compare", *map(str, csvs)])
+    assert r.exit_code in (0, 1), r.output
+    outputs = [r.stdout]
+    for written in (md, html):
+        assert run_cli(["compare", *map(str, csvs), "-o", str(written)]).exit_code in (0, 1)
+        outputs.append(written.read_text())
+    for out in outputs:
+        said = " ".join(out.split())
+        assert said.count("date not in the file") == 2 and said.count("GPU not in the file") == 2, said[-600:]
+        assert today not in said and ", ?," not in said
+
+    env = {"benchmark_date": "2025-08-14 03:12:09", "device": "NVIDIA H200", "cuda_version": "12.8"}
+    sides = []
+    for i, (csv_path, side_env) in enumerate(zip(csvs, (env, {**env, "device": "unknown"}), strict=True)):
+        sides.append(tmp_path / f"layer_norm_bwd_nightly{i}.json")
+        sides[-1].write_text(json.dumps(_nightly(csv_path, side_env)))
+    flat = tmp_path / "layer_norm_bwd_flat.json"
+    flat.write_text(json.dumps(_nightly(csvs[1], None)))
+    said = " ".join(run_cli(["compare", *map(str, sides)]).stdout.split())
+    assert "ref: run" in said and "(2025-08-14 03:12:09, NVIDIA H200, status finished)" in said, said[-600:]
+    assert "(2025-08-14 03:12:09, GPU not in the file, status finished)" in said, said[-600:]
+    said = " ".join(run_cli(["compare", str(sides[0]), str(flat)]).stdout.split())
+    assert "(date not in the file, GPU not in the file, status finished)" in said and today not in said, said[-600:]

@@ -96,10 +96,11 @@ def test_a_row_of_two_runs_keeps_its_toolchains() -> None:
 
 
 def test_the_terminal_right_aligns_its_numbers() -> None:
-    """ "0.0168 " under "0.01659" put the digits of one column at different places; right-aligned they line up."""
+    """ "0.0168 " under "0.01659" put the digits of one column at different places; right-aligned, and with
+    the column's decimal places (the trailing zero kept: "0.01680"), they line up."""
     terminal = _terminal(compare(old=ROTARY, toolchains=True))
-    row = next(r for r in _rows(terminal, "K0:rotary_embedding_kernel") if "0.0168 " in r or " 0.0168" in r)
-    assert "│  0.0168 │" in row and "│  -1.1% │" in row, row
+    row = next(r for r in _rows(terminal, "K0:rotary_embedding_kernel") if "0.01680 " in r or " 0.01680" in r)
+    assert "│ 0.01680 │" in row and "│  -1.1% │" in row, row
     header = next(line for line in terminal.splitlines() if "ref ms" in line)
     assert "│  ref ms │" in header or "┃  ref ms ┃" in header, header
 
@@ -132,3 +133,29 @@ def test_an_unsure_row_says_why_without_repeating_its_change_and_interval() -> N
     assert row.count("+1.6%") == 1 and "CI" not in row.split("unsure", 1)[1] and "U-test" not in terminal, row
     (listed,) = _rows(to_markdown(report), "K0:chunk_rwkv6_fwd_cumsum_kernel: ref samples are bimodal")
     assert "+1.6% (99% CI [+0.6%, +2.6%]" in listed, listed
+
+
+def _ms_cells(lines: list[str], sep: str, columns: tuple[int, int]) -> list[str]:
+    """The ref ms and new ms cells of each table row, as printed (padding kept)."""
+    return [line.split(sep)[i] for line in lines for i in columns]
+
+
+def test_the_ms_columns_line_up_their_decimal_points_in_the_terminal_and_the_markdown() -> None:
+    """``fmt_ms`` (four significant digits, trailing zeros dropped) wrote "2.77" over "2.765", "2.8" under
+    "2.817" and "0.0423" next to "0.1268": right-aligned, the decimal points of one column stood at different
+    places. Every time of a table now has that table's decimal places (four significant digits of its
+    smallest time), so the points line up, in the terminal and in the markdown (whose number columns are
+    now right-aligned, ``---:``). The real TritonBench A/A pair of layer_norm bwd (tests/data/tritonbench: all
+    unsure, in the terminal's table) and the rotary bench ("0.0168" next to "0.01693" in the markdown's tables)."""
+    data = Path(__file__).resolve().parents[1] / "data" / "tritonbench"
+    report = compare(old=data / "layer_norm_bwd_run1.csv", new=data / "layer_norm_bwd_run2.csv")
+    rows = [line for line in _terminal(report).splitlines() if line.startswith("│ layer_norm.bwd")]
+    cells = _ms_cells(rows, "│", (4, 5))
+    assert len(cells) > 40 and any(c.strip() == "2.7700" for c in cells), cells  # was "2.77"
+    assert len({len(c) for c in cells}) == 1 and len({c.index(".") for c in cells}) == 1, cells
+    assert len({len(c.strip().split(".")[1]) for c in cells}) == 1, cells
+    markdown = to_markdown(compare(old=ROTARY, toolchains=True))
+    table = [line for line in markdown.splitlines() if line.startswith("| fla2_rotary.recorded")]
+    figures = [c.strip() for c in _ms_cells(table, "|", (4, 5))]
+    assert "0.01680" in figures and len({len(f.split(".")[1]) for f in figures}) == 1, figures  # was "0.0168"
+    assert "|---|---|---|---:|---:|---:|---:|---:|" in markdown

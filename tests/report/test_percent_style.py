@@ -81,3 +81,19 @@ def test_every_band_is_spelled_plus_minus_as_triage_spells_its_gate() -> None:
     assert [k for k, v in said.items() if "+-" in v or "±" not in v] == [], said
     assert "±10%" in said["explain gate line"] and "within the ±10% gate" in said["explain bullet"]
     assert "±3.4%" in said["model line"] and "±3.4%" in said["tune legend"]
+
+
+def test_a_contributor_share_is_written_as_the_prediction_is() -> None:
+    """A contributor's share was rounded to whole percent while the prediction above it keeps a decimal
+    under one percent: "predicted -0.6% ...: ..., -1% on its own", an aspect that alone moved the kernel
+    more than the whole prediction. The share now follows ``pct``'s rule (text only: the share is the same)."""
+    from ktriage.predict.model import Prediction
+
+    small = Contributor("global", -0.006, "2 more LDG/STG in the main loop (global memory)")
+    assert small.text() == "2 more LDG/STG in the main loop (global memory), -0.6% on its own"
+    assert small.to_json()["share"] == -0.006  # the number is untouched
+    assert Contributor("spills", 0.0004, "1 more LDL").text() == "1 more LDL, +0.0% on its own"
+    assert Contributor("spills", 0.3, "x").text() == f"x, {pct(1.3)} on its own" == "x, +30% on its own"
+    prediction = Prediction(0.994, 0.97, 1.02, "neutral", False, 0.05, contributors=(small,))
+    said = prediction.text()
+    assert "-0.6%" in said and "-0.6% on its own" in said and "-1%" not in said, said
