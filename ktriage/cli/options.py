@@ -28,6 +28,7 @@ This module is on the path of every verb's ``--help``: it imports typer and the 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
@@ -593,7 +594,10 @@ def emit(
     else:
         text = writers[suffix]()
         try:
-            typer.echo(text, nl=not text.endswith("\n"))  # a file's text, and the prompt on a line of its own
+            # sys.stdout, not click.echo: click rewraps an ASCII stdout as UTF-8, so a C-locale terminal got
+            # the bytes of "±" where the table (degrade_encoding) gets "+/-"; a file's text ends on a newline.
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
         except BrokenPipeError as exc:  # click would exit 1, "regressions found"
             raise OutputClosed from exc
     write_outputs(list(outputs or []), writers, console, existed=existed)
