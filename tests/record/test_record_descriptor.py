@@ -25,21 +25,10 @@ from ktriage.explain.engine import KernelResult
 from ktriage.explain.failures import describe
 from ktriage.record.workload import Workload, load_workload
 from ktriage.workload.recorded.bundle import bench_blockers, load_recorded_bundle
+from tests.spec.test_descriptor_spec import KERNEL  # the same tile copy the spec form's tests compile
 
 pytestmark = pytest.mark.slow
 
-KERNEL = """\
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def copy_tile(in_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    tile = in_desc.load([pid_m * BLOCK_M, pid_n * BLOCK_N])
-    out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], tile * 2)
-"""
 
 # The program, as a TMA program's host code builds its descriptors. Its stand-in tensor's repr is as long
 # as a torch tensor's (which prints values): a launch is told from another by what the JIT specializes on,
