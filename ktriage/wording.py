@@ -30,3 +30,9 @@ def plus_minus(size: str) -> str:
     setup line, side by side in one triage report; a reader wonders whether they are two gates. One
     spelling, the sign a reader knows; the JSON keeps its numbers (``threshold``), never this text."""
     return f"±{size}"
+
+
+def clipped(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending in "..." when cut: a long line or label in a one-line
+    report cell (a changed source line, a recorded input). Why one home: two modules wrote it alike."""
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ktriage.errors import KtriageError
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import clipped
 
 KERNEL_SOURCE = "kernel_source"
 """The attribution of a change that the kernel's own source made, the toolchain being the same on both sides."""
@@ -47,16 +48,12 @@ class Hunk:
             if not lines:
                 return "(nothing)"
             more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-            return _short(lines[0].strip()) + more
+            return clipped(lines[0].strip(), 80) + more
 
         return f"{self.file}:{self.line}: {side(self.old)} -> {side(self.new)}"
 
     def to_json(self) -> JSONObject:
         return {"file": self.file, "line": self.line, "old": list(self.old), "new": list(self.new)}
-
-
-def _short(text: str, width: int = 80) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _around_difference(a: str, b: str, width: int = 60, lead: int = 16) -> tuple[str, str]:
@@ -71,7 +68,7 @@ def _around_difference(a: str, b: str, width: int = 60, lead: int = 16) -> tuple
     if cut <= 1 or start - cut > width // 2:
         cut = max(0, start - lead)
     prefix = "..." if cut else ""
-    return _short(prefix + a[cut:], width), _short(prefix + b[cut:], width)
+    return clipped(prefix + a[cut:], width), clipped(prefix + b[cut:], width)
 
 
 @dataclass(frozen=True)

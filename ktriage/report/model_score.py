@@ -16,14 +16,14 @@ from ktriage.predict.calibration import CellResult
 from ktriage.predict.model_used import ModelUsed
 from ktriage.predict.scoring import Scoring, disagreement
 from ktriage.stats.gate import gate_band
-from ktriage.wording import plural
+from ktriage.wording import clipped, plural
 
 MISSES_SHOWN = 15
 INPUT_CHARS = 48  # the terminal's input column: a recorded launch's label names every tensor and stride
 
 
-def _short(text: str, limit: int = INPUT_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _short(text: str) -> str:
+    return clipped(text, INPUT_CHARS)
 
 
 def header(scoring: Scoring, model: ModelUsed, cells: int, operators: int) -> str:

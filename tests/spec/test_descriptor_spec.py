@@ -88,9 +88,19 @@ def test_a_descriptor_loads_with_the_jit_s_type(folder: Path) -> None:
             "block_shape has 1 dimension for a shape of 2",
             "give one per dimension of shape",
         ),
+        (
+            '{ dtype = "fp16", shape = [4096, 2048], block_shape = [64, 32], padding = "inf" }',
+            "argument in_desc: tensor descriptor padding 'inf'",
+            'padding is "zero" (out-of-bounds loads read 0, the default) or "nan"',
+        ),
+        (
+            '{ dtype = "i32", shape = [4096, 2048], block_shape = [64, 32], padding = "nan" }',
+            'argument in_desc: padding = "nan" on a i32 tensor descriptor',
+            "Triton pads with NaN for floating-point types only",
+        ),
     ],
 )
-def test_a_descriptor_triton_would_refuse_is_refused_when_the_file_loads(
+def test_a_descriptor_or_padding_triton_would_refuse_is_refused_when_the_file_loads(
     folder: Path, desc: str, problem: str, fix: str
 ) -> None:
     with pytest.raises(KtriageError) as info:
@@ -188,29 +198,6 @@ def test_padding_is_part_of_the_descriptor_and_zero_is_the_default(folder: Path)
     # written back as the file reads it
     (again,) = loads_spec(dump_spec_toml(padded), base_dir=folder, origin="again.toml")
     assert again.key() == padded.key()
-
-
-@pytest.mark.parametrize(
-    ("desc", "problem", "fix"),
-    [
-        (
-            '{ dtype = "fp16", shape = [4096, 2048], block_shape = [64, 32], padding = "inf" }',
-            "argument in_desc: tensor descriptor padding 'inf'",
-            'padding is "zero" (out-of-bounds loads read 0, the default) or "nan"',
-        ),
-        (
-            '{ dtype = "i32", shape = [4096, 2048], block_shape = [64, 32], padding = "nan" }',
-            'argument in_desc: padding = "nan" on a i32 tensor descriptor',
-            "Triton pads with NaN for floating-point types only",
-        ),
-    ],
-)
-def test_a_padding_triton_would_refuse_is_refused_when_the_file_loads(
-    folder: Path, desc: str, problem: str, fix: str
-) -> None:
-    with pytest.raises(KtriageError) as info:
-        loads_spec(_spec_text(ARGS.replace(DESC, desc, 1)), base_dir=folder, origin="spec.toml")
-    assert problem in info.value.problem and fix in info.value.fix
 
 
 def test_the_python_form_is_checked_as_the_file_is(folder: Path) -> None:
