@@ -28,7 +28,16 @@ from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
 from ktriage.order import natural_key
-from ktriage.report.markdown import COLUMNS_TEXT, fmt_ci, fmt_ms, fmt_pct, headline, quoted, run_date_gpu
+from ktriage.report.markdown import (
+    COLUMNS_TEXT,
+    fmt_ci,
+    fmt_ms,
+    fmt_pct,
+    headline,
+    pairs_ms_decimals,
+    quoted,
+    run_date_gpu,
+)
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.gate import gate_band
 
@@ -167,7 +176,14 @@ def _baseline_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]
     )
 
 
-def _row(c: Comparison, p: PairResult) -> dict[str, str]:
+def _rows(c: Comparison, pairs: Sequence[PairResult]) -> list[dict[str, str]]:
+    """One table's rows, its times with the table's decimal places (``pairs_ms_decimals``), as the markdown's
+    and the terminal's: right-aligned, their decimal points line up."""
+    decimals = pairs_ms_decimals(pairs)
+    return [_row(c, p, decimals) for p in pairs]
+
+
+def _row(c: Comparison, p: PairResult, decimals: int) -> dict[str, str]:
     v = p.verdict
     assert v is not None
     return {
@@ -175,8 +191,8 @@ def _row(c: Comparison, p: PairResult) -> dict[str, str]:
         "op": f"{p.op}.{p.mode}",
         "input": p.input_label,
         "backend": c.row_backend(p),
-        "ref": fmt_ms(v.median_ref),
-        "new": fmt_ms(v.median_new),
+        "ref": fmt_ms(v.median_ref, decimals),
+        "new": fmt_ms(v.median_new, decimals),
         "change": fmt_pct(v.ratio),
         "ci": fmt_ci(p),
         "p": f"{v.p_value:.2g}",
@@ -185,8 +201,9 @@ def _row(c: Comparison, p: PairResult) -> dict[str, str]:
     }
 
 
-def _runs(c: Comparison) -> list[tuple[str, object, str, str]]:
-    """(side, run, its date, its GPU) per side, the date and GPU as the markdown's "Runs:" words them."""
+def _runs(c: Comparison) -> list[tuple[str, object, str, str, str]]:
+    """(side, run, its date, its GPU, its driver) per side, worded as the markdown's "Runs:" words them
+    (``run_date_gpu``: a missing one says why, not "?")."""
     if c.ref_run is not None and c.new_run is not None and c.ref_run.run_id == c.new_run.run_id:
         return [("both", c.ref_run, *run_date_gpu(c.ref_run))]
     return [(side, r, *run_date_gpu(r)) for side, r in (("ref", c.ref_run), ("new", c.new_run)) if r is not None]
@@ -207,10 +224,10 @@ def _section(c: Comparison) -> dict[str, Any]:
         "headline": headline(c),
         "baseline": c.baseline,
         "settings": c.config,
-        "regressions": [_row(c, p) for p in c.regressions()],
-        "improvements": [_row(c, p) for p in c.improvements()],
-        "unsure": [_row(c, p) for p in c.unsure()],
-        "same": [_row(c, p) for p in c.same()],
+        "regressions": _rows(c, c.regressions()),
+        "improvements": _rows(c, c.improvements()),
+        "unsure": _rows(c, c.unsure()),
+        "same": _rows(c, c.same()),
         "cliffs": [f.describe() for f in c.cliffs],
         "not_compared": group_not_compared(c.not_compared_cells(rows=True)),
         "charts": charts,

@@ -16,22 +16,30 @@ from ktriage.measure.cells import RunInfo
 from ktriage.stats.gate import gate_band
 from ktriage.wording import agree, plural
 
-MS_DIGITS = 4  # significant digits of a column's smallest time (what fmt_ms alone gives every time)
+MS_DIGITS = 4  # significant digits of a column's smallest time
 
 
-def fmt_ms(v: float, decimals: int | None = None) -> str:
-    """A time in ms: four significant digits, or ``decimals`` places (``ms_decimals``: one column's)."""
+def fmt_ms(v: float, decimals: int) -> str:
+    """A time in ms with ``decimals`` places (``ms_decimals``: its column's, so the points line up); every
+    report's table of times (compare's, triage's) writes them here."""
     if not math.isfinite(v):
         return "-"
-    return f"{v:.{MS_DIGITS}g}" if decimals is None else f"{v:.{decimals}f}"
+    return f"{v:.{decimals}f}"
 
 
 def ms_decimals(values: Iterable[float]) -> int:
     """The decimal places of a table's ms columns: four significant digits of its smallest time, the same
-    places for every row. Why: ``fmt_ms`` alone drops trailing zeros and gives each time its own places
+    places for every row. Why: four significant digits per time drop trailing zeros and give each its own places
     ("0.0423" next to "0.1268", "2.8" under "2.817"), so right-aligned the decimal points did not line up."""
     smallest = min((abs(v) for v in values if math.isfinite(v) and v != 0), default=1.0)
     return max(0, MS_DIGITS - 1 - math.floor(math.log10(smallest)))
+
+
+def pairs_ms_decimals(pairs: Iterable[PairResult]) -> int:
+    """The decimal places of one table of ``pairs``: ``ms_decimals`` of their ref and new medians. One home
+    for compare's terminal, markdown and HTML tables: the HTML wrote each time with its own four significant
+    digits ("0.0168" above "0.01693") after the other two shared a column's places, so one pair read differently per format."""
+    return ms_decimals(x for p in pairs if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
 
 
 def fmt_pct(r: float) -> str:
@@ -120,7 +128,7 @@ def _pair_table(c: Comparison, pairs: Sequence[PairResult], ranked: bool) -> lis
     ]
     # the numbers right-aligned (ref ms .. p), as the terminal's, so their decimal points line up
     lines.append("|" + "---|" * (len(head) + 3) + "---:|" * 5)
-    decimals = ms_decimals(x for p in pairs if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
+    decimals = pairs_ms_decimals(pairs)
     for k, p in enumerate(pairs, 1):
         v = p.verdict
         assert v is not None
@@ -234,19 +242,19 @@ def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
     return any(why in q.text and not q.available for q in quotes)
 
 
-def run_date_gpu(run: RunInfo) -> tuple[str, str]:
-    """A side's run date and GPU as a report prints them. A TritonBench file's run has only what its file
-    says (the nightly JSON's ``benchmark_date`` and ``device``; a CSV or a flat ``--output-json``: neither),
-    and a missing one reads "not in the file": compare printed the time of reading as the run's date and
-    "?" for its GPU. Another run without a GPU keeps "?"."""
+def run_date_gpu(run: RunInfo) -> tuple[str, str, str]:
+    """A side's run date, GPU and driver as a report prints them, each missing one said as such. A TritonBench
+    file's run has only what its file says (the nightly JSON's ``benchmark_date`` and ``device``; a CSV or a
+    flat ``--output-json``: neither; a driver: never), and a missing one reads "not in the file": compare printed
+    the time of reading as the run's date and "?" for its GPU. A ktriage run without them (a results file or a
+    store run whose ``run.gpu`` has no name: NVML and torch could not name the GPU, or the file was cut) reads
+    "not recorded": "?" asked the reader a question the report could answer."""
     from ktriage.measure.tritonbench_format import is_tritonbench_run
 
-    from_file = is_tritonbench_run(run)
+    missing = "not in the file" if is_tritonbench_run(run) else "not recorded"
     gpu = str(run.gpu.get("name") or "") if run.gpu else ""
-    return (
-        run.created or ("date not in the file" if from_file else "?"),
-        gpu or ("GPU not in the file" if from_file else "?"),
-    )
+    driver = str(run.gpu.get("driver") or "") if run.gpu else ""
+    return run.created or f"date {missing}", gpu or f"GPU {missing}", driver or missing
 
 
 def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> list[str]:
@@ -259,8 +267,8 @@ def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[s
     for side, run in (("both sides" if one_run else "ref", c.ref_run), ("new", c.new_run)):
         if run is None:
             continue
-        date, gpu = run_date_gpu(run)
-        drv = run.gpu.get("driver") if run.gpu else None
+        date, gpu, _ = run_date_gpu(run)
+        drv = run.gpu.get("driver") if run.gpu else None  # left out where the run has none, as it always was
         lines.append(
             f"{side}: run {code(run.run_id)} ({text(date)}, {text(gpu)}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
         )

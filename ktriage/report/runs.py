@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
+from ktriage.report.markdown import run_date_gpu
 from ktriage.report.rich_table import add_column, add_columns
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.wording import plural
@@ -59,7 +60,7 @@ def list_rows(summaries: Sequence[RunSummary]) -> list[JSONObject]:
             "id": s.run.run_id,
             "created": s.run.created,
             "ops": _ops_text(s.ops),
-            "GPU": str(s.run.gpu.get("name", "?")),
+            "GPU": run_date_gpu(s.run)[1],  # "GPU not recorded" where the run has none, as compare says it
             "toolchains": _toolchain_names(s),
             "cells ok/wrong/error": _cells_text(s.counts),
             "status": s.display_status,

@@ -23,7 +23,7 @@ from ktriage.report.markdown import (
     fmt_pct,
     headline,
     method_text,
-    ms_decimals,
+    pairs_ms_decimals,
     quoted,
     run_lines,
 )
@@ -159,7 +159,7 @@ def print_table(
         rows = [*c.regressions(), *c.improvements(), *c.unsure(), *(c.same() if show_same else [])]
         shown = rows[:max_rows]
         # one number of decimal places for both ms columns of the rows shown: their points line up
-        decimals = ms_decimals(x for p in shown if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
+        decimals = pairs_ms_decimals(shown)
         for p in shown:
             t.add_row(*_row(c, p, decimals))
         if rows:

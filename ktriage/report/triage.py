@@ -25,7 +25,7 @@ from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.order import natural_key
 from ktriage.report.html import _env
-from ktriage.report.markdown import baseline_markdown, not_compared_rows
+from ktriage.report.markdown import baseline_markdown, fmt_ms, fmt_pct, ms_decimals, not_compared_rows
 from ktriage.report.rich_table import add_columns
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_baseline, print_not_compared_groups
@@ -50,7 +50,14 @@ def _esc(text: str) -> str:
 
 
 def _pct(c: CellTriage) -> str:
-    return f"{c.change_pct:+.1f}%"
+    return fmt_pct(c.ratio)
+
+
+def _ms_places(cells: list[CellTriage]) -> int:
+    """One table's decimal places for its old and new ms, as compare's tables (``ms_decimals``). Why: triage
+    wrote every time with four places ("0.0748" above "0.2291"), compare the same pair with the column's
+    four significant digits ("0.07480"): one cell read differently in the two reports of one pair of runs."""
+    return ms_decimals(x for c in cells for x in (c.old_ms, c.new_ms))
 
 
 def _fix_text(c: CellTriage) -> str:
@@ -220,14 +227,16 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
                 "| # | cell | old ms | new ms | change | cause | culprit | fix |"
                 + (" measured side by side |" if measured else "")
             )
-            out.append("|---|---|---|---|---|---|---|---|" + ("---|" if measured else ""))
+            # the numbers right-aligned, as compare's, so their decimal points line up
+            out.append("|---|---|---:|---:|---:|---|---|---|" + ("---|" if measured else ""))
+            places = _ms_places(cells)
             for k, c in enumerate(cells, 1):
                 cause = (
                     f"**{_esc(c.cause.text)}**"
                     if c.cause
                     else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
                 )
-                row = [_esc(x) for x in (str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}")] + [
+                row = [_esc(x) for x in (str(k), c.label(), fmt_ms(c.old_ms, places), fmt_ms(c.new_ms, places))] + [
                     f"**{_pct(c)}**",
                     cause,
                 ]
@@ -243,9 +252,10 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
                 + (" measured side by side |" if measured else "")
                 + " notes |"
             )
-            out.append("|---|---|---|---|---|---|" + ("---|" if measured else ""))
+            out.append("|---|---:|---:|---:|---|---|" + ("---|" if measured else ""))
+            places = _ms_places(cells)
             for c in cells:
-                row = [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), c.verdict_text]
+                row = [c.label(), fmt_ms(c.old_ms, places), fmt_ms(c.new_ms, places), _pct(c), c.verdict_text]
                 row += ([_measured_text(c)] if measured else []) + [notes_text(c, refs)]
                 out.append("| " + " | ".join(_esc(x) for x in row) + " |")
             out.append("")
@@ -270,11 +280,11 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     return "\n".join(out)
 
 
-def _row(c: CellTriage, refs: dict[str, int]) -> dict[str, str]:
+def _row(c: CellTriage, refs: dict[str, int], places: int) -> dict[str, str]:
     return {
         "label": c.label(),
-        "old": f"{c.old_ms:.4f}",
-        "new": f"{c.new_ms:.4f}",
+        "old": fmt_ms(c.old_ms, places),
+        "new": fmt_ms(c.new_ms, places),
         "change": _pct(c),
         "verdict": c.verdict_text,
         "kind": c.verdict,
@@ -364,11 +374,12 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
     sections = []
     for t, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
+        places = _ms_places(cells)
         sections.append(
             {
                 "title": t,
                 "regression": kinds == REGRESSION_KINDS,
-                "rows": [_row(c, refs) for c in cells],
+                "rows": [_row(c, refs, places) for c in cells],
                 # the regressions' table shows no notes (cause, culprit, fix): its cells' changes are not said there
                 "changes": changes_lines(cells, refs, said) if kinds != REGRESSION_KINDS else [],
             }
@@ -413,18 +424,13 @@ def print_table(report: TriageReport, console: Console) -> None:
             continue
         table = Table(title=title, title_justify="left")
         measured = _is_measured(report)
+        add_columns(table, ("cell",))
+        # the numbers right-aligned with one table's places, as compare's: their decimal points line up
+        add_columns(table, ("old ms", "new ms", "change"), justify="right")
         add_columns(
-            table,
-            (
-                "cell",
-                "old ms",
-                "new ms",
-                "change",
-                "verdict",
-                *(["measured side by side"] if measured else []),
-                "cause / culprit / fix or notes",
-            ),
+            table, ("verdict", *(["measured side by side"] if measured else []), "cause / culprit / fix or notes")
         )
+        places = _ms_places(cells)
         for c in cells:
             detail = " | ".join(
                 x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x
@@ -433,8 +439,8 @@ def print_table(report: TriageReport, console: Console) -> None:
                 detail += f" | counters: {c.counters}"
             table.add_row(
                 escape(c.label()),
-                f"{c.old_ms:.4f}",
-                f"{c.new_ms:.4f}",
+                fmt_ms(c.old_ms, places),
+                fmt_ms(c.new_ms, places),
                 _pct(c),
                 escape(c.verdict_text),
                 *([escape(_measured_text(c))] if measured else []),

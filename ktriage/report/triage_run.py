@@ -16,6 +16,7 @@ from rich.table import Table
 from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import triage as triage_report
+from ktriage.report.markdown import fmt_ms, fmt_pct, ms_decimals
 from ktriage.report.rich_table import add_columns
 from ktriage.triage.program import ProgramReport, RunCell, split_commands
 
@@ -29,11 +30,17 @@ def _secs(value: float | None) -> str:
 
 
 def _pct(ratio: float | None) -> str:
-    return "-" if ratio is None or not math.isfinite(ratio) or ratio <= 0 else f"{(ratio - 1) * 100:+.1f}%"
+    """A ratio as compare writes its change (``fmt_pct``); "-" where there is none (a kernel that cannot launch)."""
+    return "-" if ratio is None or not math.isfinite(ratio) or ratio <= 0 else fmt_pct(ratio)
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+def _places(cells: list[RunCell]) -> int:
+    """The table's decimal places for its old and new ms, as compare's and triage's tables (``ms_decimals``)."""
+    return ms_decimals(x for r in cells for x in (r.old_ms, r.new_ms) if x is not None)
+
+
+def _ms(value: float | None, places: int) -> str:
+    return "-" if value is None else fmt_ms(value, places)
 
 
 def _predicted(row: RunCell) -> str:
@@ -87,16 +94,17 @@ def to_markdown(report: ProgramReport) -> str:
             "## Every kernel input: measured side by side, predicted by the cost model",
             "",
             "| entry | kernel | input | launches | old ms | new ms | measured | predicted | compile-side |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---:|---:|---|---|---|",  # the times right-aligned: their points line up
         ]
+        places = _places(report.cells)
         for r in report.cells:
             row = [
                 str(r.entry),
                 f"{r.kernel}:{r.function}",
                 str(r.input),
                 str(r.launches),
-                _ms(r.old_ms),
-                _ms(r.new_ms),
+                _ms(r.old_ms, places),
+                _ms(r.new_ms, places),
                 _measured(r),
                 _predicted(r),
                 _compile_side(r),
@@ -135,14 +143,17 @@ def print_table(report: ProgramReport, console: Console) -> None:
         cells = Table(
             title="every kernel input: measured side by side, predicted by the cost model", title_justify="left"
         )
-        add_columns(cells, ("entry", "kernel", "input", "old ms", "new ms", "measured", "predicted", "compile-side"))
+        add_columns(cells, ("entry", "kernel", "input"))
+        add_columns(cells, ("old ms", "new ms"), justify="right")
+        add_columns(cells, ("measured", "predicted", "compile-side"))
+        places = _places(report.cells)
         for r in report.cells:
             cells.add_row(
                 str(r.entry),
                 escape(f"{r.kernel}:{r.function}"),
                 escape(str(r.input)),
-                _ms(r.old_ms),
-                _ms(r.new_ms),
+                _ms(r.old_ms, places),
+                _ms(r.new_ms, places),
                 escape(_measured(r)),
                 escape(_predicted(r)),
                 escape(_compile_side(r)),

@@ -45,6 +45,21 @@ def test_list(store_url: str, run_cli: RunCli) -> None:
     assert "cafe00000002" in only_failed.output and "feedbeef0001" not in only_failed.output
 
 
+def test_list_says_a_gpu_that_was_not_recorded(store_url: str, run_cli: RunCli) -> None:
+    """A run whose ``run.gpu`` names no GPU (NVML and torch could not name it) was listed with GPU "?": the
+    list now says "GPU not recorded", as compare's run lines do (``ktriage.report.markdown.run_date_gpu``)."""
+    run = make_run("0a0a00000003")
+    run.gpu = {}
+    with open_store(store_url) as store, store.recording(run) as rec:
+        rec.add(make_cells()[0])
+    result = run_cli(["runs", "list", "--db", store_url, "--format", "csv"])
+    assert result.exit_code == exit_codes.OK, result.output
+    (row,) = [r for r in csv.DictReader(io.StringIO(result.stdout)) if r["id"] == "0a0a00000003"]
+    assert row["GPU"] == "GPU not recorded", row
+    data = run_cli(["runs", "list", "--db", store_url, "--format", "json"]).stdout
+    assert [r["gpu"] for r in json.loads(data)] == [None]  # the JSON is data: no name, null
+
+
 def test_list_says_when_the_limit_hides_runs(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """97 runs imported, `runs list` showed 20 rows and nothing else: the default --limit 20 hid 77 runs
     without a word. The table and the Markdown say that more runs are stored and how to list them."""
