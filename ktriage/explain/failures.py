@@ -25,6 +25,8 @@ Its error is the file's, the same for every toolchain: the Failures say it once 
 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
+# the worker's second attempt (insitu/worker._load): the statement of the kernel's own source that failed
+_OWN_SOURCE = re.compile(r"from its own source failed too: (line \d+ `[^`\n]{0,160}`?)")
 _INDUCTOR_RUNTIME_IMPORT = re.compile(r"`(?:from|import) torch\._inductor\.runtime\b")
 # what Python says when a module reaches for a Triton API the installed Triton does not have
 _TRITON_LACKS = re.compile(r"module '(triton(?:\.\w+)*)' has no attribute '(\w+)'")
@@ -74,10 +76,19 @@ def fix_for(failure: CompileFailure) -> str | None:
             f"release of the kernel's library written for this Triton"
         )
     if imported:
+        # the statement of the kernel's own source that failed too: the one line cuts the message before
+        # it (MAX_LINE), so the fix quotes it, or a user is pointed at text no report shows (vllm's
+        # `from vllm.triton_utils import tl, triton`, which imports all of vllm)
+        own = _OWN_SOURCE.search(failure.message)
+        needs = "so do the statements of it the kernel needs"
+        if own is not None:
+            statement = own.group(1) if own.group(1).endswith("`") else own.group(1) + "…`"
+            needs = f"so does {statement}, which the kernel needs"
         return (
-            f"{module} fails to import in a compile worker (no GPU, torch is a stand-in), and so do the "
-            f"statements of it the kernel needs (quoted above): make them run without a GPU, or point the "
-            f"spec's `source` at a .py file with the @triton.jit function"
+            f"{module} fails to import in a compile worker (no GPU, torch is a stand-in), and {needs}: make "
+            f"{'it' if own else 'them'} run without a GPU (a name the kernel reads only from Triton, such as "
+            f"`triton` or `tl` re-exported by a library, can be imported from triton itself), or copy the "
+            f"@triton.jit function and what it reads into a .py file of its own and point the spec's `source` at it"
         )
     return None
 

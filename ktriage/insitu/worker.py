@@ -567,13 +567,16 @@ def root_cause(exc: BaseException) -> str:
 
 
 def innermost(exc: BaseException) -> BaseException:
-    """The innermost exception of a chain (``raise ... from e`` or raised while handling another)."""
+    """The innermost exception of a chain (``raise ... from e`` or raised while handling another), short
+    of a StopIteration that one was raised while handling: that is a loop's end the code translated
+    (importlib.metadata's ``next(cls.discover(...))`` becomes PackageNotFoundError: unsloth's import asks
+    for torch's version), and the translation says what went wrong."""
     seen: set[int] = set()
     inner = exc
     while id(inner) not in seen:
         seen.add(id(inner))
         nxt = inner.__cause__ or (None if inner.__suppress_context__ else inner.__context__)
-        if nxt is None:
+        if nxt is None or (nxt is not inner.__cause__ and isinstance(nxt, (StopIteration, StopAsyncIteration))):
             break
         inner = nxt
     return inner

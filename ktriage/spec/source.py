@@ -383,6 +383,58 @@ def _is_jit(call: ast.expr) -> bool:
     return ast.unparse(target).split(".")[-1] == "jit"
 
 
+_DECORATORS = {"jit", "heuristics", "autotune"}
+
+
+def _decorated(call: ast.Call) -> ast.expr | None:
+    """The function a Triton decorator is applied to by a call rather than with ``@``: ``triton.jit(f)``
+    (``f``), ``triton.jit(do_not_specialize=[...])(f)``, ``triton.heuristics({...})(f)`` and
+    ``triton.autotune(configs, key)(f)`` (``f``, itself maybe such a call); None for any other call.
+    Why: libraries write ``k = triton.jit(k)`` then ``k = triton.heuristics({...})(k)`` (unsloth's cross
+    entropy), and the def behind it is the kernel whose parameters the spec gives."""
+    if _is_jit(call) and call.args:
+        return call.args[0]
+    inner = call.func
+    if (
+        isinstance(inner, ast.Call)
+        and len(call.args) == 1
+        and not call.keywords
+        and ast.unparse(inner.func).split(".")[-1] in _DECORATORS
+    ):
+        return call.args[0]
+    return None
+
+
+def called_decorators(tree: ast.Module, function: str, path: Path | None = None) -> list[ast.expr]:
+    """The decorators applied to the kernel ``function`` by calls on the way from its name to its def
+    (``k = triton.heuristics({...})(k)`` gives ``triton.heuristics({...})``), outermost first: what
+    ``@`` decorators would say, for the readers of the def's ``decorator_list`` (the constexprs a
+    heuristic computes may be left out of ``[kernel.args]``: spec/values.decorator_params)."""
+    out: list[ast.expr] = []
+    if "." in function:
+        return out
+    try:
+        return _called_decorators(_resolved(_Module(tree, "", path), function, 0))
+    except SpecError:  # an import kernel_def refuses with its own error
+        return out
+
+
+def _called_decorators(found: _Module | _Found) -> list[ast.expr]:
+    out: list[ast.expr] = []
+    for depth in range(_MAX_ALIASES):
+        if not isinstance(found, tuple):
+            break
+        mod, _, stmt = found
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        while isinstance(value, ast.Call) and (inner := _decorated(value)) is not None:
+            out.append(value.func if isinstance(value.func, ast.Call) else value)
+            value = inner
+        if not isinstance(value, ast.Name) or stmt is None:
+            break
+        found = _resolved(mod, value.id, depth + 1, stmt.lineno)
+    return out
+
+
 def _bound_def(mod: _Module, name: str, depth: int, before: int | None = None) -> ast.FunctionDef:
     """The def behind the module-level name ``name`` (see :func:`kernel_def`)."""
     found = _resolved(mod, name, depth, before)
@@ -429,8 +481,9 @@ def _made_by(mod: _Module, value: ast.expr | None, depth: int, line: int) -> ast
         return _bound_def(target[0], target[1], depth + 1) if isinstance(target, tuple) else None
     if not isinstance(value, ast.Call):
         return None
-    if _is_jit(value) and value.args and isinstance(value.args[0], ast.Name):
-        return _bound_def(mod, value.args[0].id, depth + 1, line)
+    wrapped = _decorated(value)
+    if wrapped is not None:
+        return _made_by(mod, wrapped, depth + 1, line)
     factory = _expr_target(mod, value.func, depth, line)
     if not isinstance(factory, tuple) or not isinstance(factory[2], ast.FunctionDef):
         return None
@@ -483,7 +536,7 @@ def _jit_call(tree: ast.Module, stmt: ast.stmt) -> bool:
     for _ in range(_MAX_ALIASES):
         value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
         if isinstance(value, ast.Call):
-            return _is_jit(value)
+            return _decorated(value) is not None
         if not isinstance(value, ast.Name) or value.id not in (bindings := _bindings(tree)):
             return False
         stmt = bindings[value.id]

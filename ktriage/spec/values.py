@@ -34,7 +34,7 @@ from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.launch import encode_value
 from ktriage.spec.model import KernelSpec, LaunchRecord, is_int_type
-from ktriage.spec.source import ParamInfo, Unresolved, kernel_def
+from ktriage.spec.source import ParamInfo, Unresolved, called_decorators, kernel_def
 from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, canonical_dtype, specialize_args
 from ktriage.wording import plural
 
@@ -189,7 +189,9 @@ def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
         fn = None
     heuristics: set[str] = set()
     autotuned = False
-    for deco in fn.decorator_list if fn is not None else []:
+    # `k = triton.heuristics({...})(k)` decorates as `@triton.heuristics({...})` does (unsloth's cross entropy)
+    applied = called_decorators(tree, function, path) if fn is not None else []
+    for deco in [*(fn.decorator_list if fn is not None else []), *applied]:
         target = deco.func if isinstance(deco, ast.Call) else deco
         called = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
         if called == "heuristics" and isinstance(deco, ast.Call) and deco.args and isinstance(deco.args[0], ast.Dict):

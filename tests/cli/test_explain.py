@@ -446,7 +446,7 @@ def test_import_failure_is_one_line_with_the_fix(tmp_path: Path, toolchain: Any,
     (failure,) = data["kernels"][0]["failures"]
     assert failure["kind"] == "import"
     assert failure["message"].startswith(f"importing {kernel} failed: FileNotFoundError: ")
-    assert "`source`" in failure["fix"] and "quoted above" in failure["fix"]
+    assert "`source`" in failure["fix"] and "so does line 4 `SCALE = " in failure["fix"]
     full = next(iter(data["kernels"][0]["results"].values()))["error"]  # the JSON keeps the whole message
     assert "compiling k from its own source failed too: line 4 `SCALE = " in full
     (summary,) = [f["summary"] for f in data["failures"]]

@@ -51,3 +51,21 @@ def test_a_triton_api_the_toolchain_lacks_is_named_not_blamed_on_the_worker() ->
     assert fix is not None
     assert "triton.language.make_tensor_descriptor" in fix and "cannot compile" in fix
     assert "without a GPU" not in fix
+
+
+# what Triton 3.6.0 said for vllm 0.33.0's mamba _bmm_chunk_fwd_kernel by its file: the statement that failed
+# is past the one line's MAX_LINE, so the report's message never shows it
+VLLM_REEXPORTED_TRITON = (
+    "importing /src/vllm/model_executor/layers/mamba/ops/ssd_bmm.py failed: PackageNotFoundError: No package "
+    "metadata was found for torch; compiling _bmm_chunk_fwd_kernel from its own source failed too: line 12 "
+    "`from vllm.triton_utils import tl, triton`: PackageNotFoundError: No package metadata was found for torch"
+)
+
+
+def test_the_fix_quotes_the_statement_of_the_kernels_source_that_failed() -> None:
+    """Before, the fix said "the statements of it the kernel needs (quoted above)", and the line above it
+    was cut before the statement: the user was sent to text no report showed."""
+    fix = fix_for(_failure(VLLM_REEXPORTED_TRITON))
+    assert fix is not None and "quoted above" not in fix
+    assert "so does line 12 `from vllm.triton_utils import tl, triton`, which the kernel needs" in fix
+    assert "can be imported from triton itself" in fix

@@ -207,3 +207,17 @@ def test_a_factory_of_another_module_compiles_what_triton_compiles(tmp_path: Pat
         ptx[name] = cell.artifact.frontend.ptx_path.read_text()
         assert ptx[name] == direct.stdout
     assert ptx["relative"] != ptx["from_package"]  # 2.0 and 3.0: each kernel has its factory's value
+
+
+def test_a_kernel_rebound_by_heuristics_compiles_with_what_they_compute(tmp_path: Path, toolchain: Any) -> None:
+    """``k = triton.jit(k)`` then ``k = triton.heuristics({"EVEN": ...})(k)`` (unsloth's cross entropy):
+    loaded without EVEN in [kernel.args] and compiled with the value the heuristic computes."""
+    (tmp_path / "factory.py").write_text(FACTORY)
+    (tmp_path / "spec.toml").write_text(
+        f'[kernel]\nname = "heur"\nsource = "factory.py:heuristic_kernel"\ngrid = [4]\n[kernel.args]\n{SCALE_ARGS}'
+    )
+    toolchain(NEW)
+    report = kt.explain(target=tmp_path / "spec.toml", toolchains=[NEW])
+    cell = _cells(report, "heur")[NEW]
+    assert isinstance(cell, KernelResult), cell
+    assert cell.artifact.spec.constexprs["EVEN"] is True  # n = 4096, BLOCK = 1024

@@ -60,6 +60,23 @@ def rebound(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 rebound = triton.jit(rebound)
+
+
+def heuristic_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    tl.store(y_ptr, tl.load(x_ptr))
+
+
+heuristic_kernel = triton.jit(heuristic_kernel)
+heuristic_kernel = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(heuristic_kernel)
+
+
+def _tuned(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    tl.store(y_ptr, tl.load(x_ptr))
+
+
+tuned_kernel = triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])(
+    triton.jit(do_not_specialize=["n"])(_tuned)
+)
 """
 
 SCALE_ARGS = (
@@ -90,6 +107,11 @@ def _load(folder: Path, function: str, args: str = SCALE_ARGS) -> list:
         ("copy_kernel", SCALE_ARGS, ["x_ptr", "y_ptr", "n", "BLOCK"]),  # triton.jit(f)
         ("copy_alias", SCALE_ARGS, ["x_ptr", "y_ptr", "n", "BLOCK"]),  # another name for it
         ("rebound", SCALE_ARGS, ["x_ptr", "y_ptr", "n", "BLOCK"]),  # def k, then k = triton.jit(k)
+        # k = triton.jit(k), then k = triton.heuristics({...})(k) (unsloth's cross entropy); before, refused
+        # with "ktriage cannot tell from the source which @triton.jit def that makes" and a fix to name the
+        # def, which has no other name
+        ("heuristic_kernel", SCALE_ARGS, ["x_ptr", "y_ptr", "n", "BLOCK"]),
+        ("tuned_kernel", SCALE_ARGS, ["x_ptr", "y_ptr", "n", "BLOCK"]),  # triton.autotune(...)(triton.jit(...)(f))
     ],
 )
 def test_kernels_real_code_exposes_load(folder: Path, function: str, args: str, params: list[str]) -> None:
