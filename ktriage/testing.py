@@ -254,12 +254,15 @@ def fake_timing_job(variants: list[str], samples: int = 8, seed: int = 0) -> dic
     }
 
 
-def fake_unfit_job(unfit_nodes: Sequence[str], log: str | None = None) -> str:
+def fake_unfit_job(unfit_nodes: Sequence[str], log: str | None = None, seconds: float = 0.0) -> str:
     """A FAKE job that finds the Ray nodes ``unfit_nodes`` unfit for it (raises ``NodeUnfit`` there, as
     a compile job does on a node that cannot build its toolchain) and returns the id of the node it ran
     on anywhere else: the cluster tests check that such a job moves to a fit node, and fails naming
     every node when none is. ``log``: a file that gets one line per run, the node's id (where the job
-    did its work, refused or not)."""
+    did its work, refused or not). ``seconds``: how long it works on a fit node (a build takes a while; a
+    refusal comes back at once), so the cluster tests can see where the jobs queued meanwhile go."""
+    import time
+
     import ray
 
     from ktriage.execute.base import NodeUnfit
@@ -270,6 +273,7 @@ def fake_unfit_job(unfit_nodes: Sequence[str], log: str | None = None) -> str:
             out.write(node + "\n")
     if node in unfit_nodes:
         raise NodeUnfit("cannot build the toolchain triton==0.0 here (a FAKE reason)", "build it on that node")
+    time.sleep(seconds)
     return node
 
 

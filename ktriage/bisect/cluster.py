@@ -22,12 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypeVar
 
 from ktriage.bisect.candidate import Candidate, Observation, empty_cost
 from ktriage.bisect.decide import MeasureFn
 from ktriage.bisect.predicates import (
-    BisectAbort,
     CommandPredicate,
     KernelMeasurer,
     KernelSource,
@@ -126,24 +125,17 @@ class _NodeCommandPredicate(CommandPredicate):
             raise _node_unfit(exc) from None
 
 
-class CommandJobResult(TypedDict, total=False):
-    """What a command job sends back: the observation, or the bisect's abort (problem, fix)."""
-
-    observation: Observation
-    abort: list[str | None]  # BisectAbort's problem and fix
-
-
-def command_job(cfg: NodeConfig, candidate: Candidate) -> CommandJobResult:
+def command_job(cfg: NodeConfig, candidate: Candidate) -> Observation:
     """On a node: build one candidate and run the user's command in its checkout (``NodeUnfit`` where this
-    node cannot install a toolchain candidate: the executor moves the job)."""
+    node cannot install a toolchain candidate: the executor moves the job). A command that exits >= 128
+    raises ``BisectAbort`` here, and it comes back whole (a ``KtriageError`` pickles whole): the driver raises
+    it as the job's own, naming the node (``JobResult.job_error``). It came back as a dict of two strings
+    that the driver rebuilt, which lost the node it ran on (and would have turned a missing fix into "None")."""
     assert cfg.command is not None
     pred = _NodeCommandPredicate(
         cfg.command, node_workspace(cfg), timeout_s=cfg.timeout_s, cwd=Path(cfg.cwd) if cfg.cwd else None
     )
-    try:
-        return {"observation": pred._run(candidate)}
-    except BisectAbort as exc:
-        return {"abort": [exc.problem, exc.fix]}
+    return pred._run(candidate)
 
 
 def _job(fn: Callable[[NodeConfig, Candidate], R], cfg: NodeConfig, candidate: Candidate) -> Job[R]:
@@ -208,16 +200,12 @@ class ClusterCommandPredicate(CommandPredicate):
         jobs = [_job(command_job, self.cfg, c) for c in candidates]
         out: list[Observation] = []
         for cand, result in zip(candidates, self.executor.run(jobs)):
-            value = result.value if result.ok else None
-            if value is not None and "abort" in value:
-                problem, fix = value["abort"]
-                raise BisectAbort(str(problem), str(fix))
-            if value is not None:
-                out.append(value["observation"])
+            if result.ok and result.value is not None:
+                out.append(result.value)
             elif result.lost or result.unfit:  # no node could install its toolchain: a skip, as locally
                 out.append(_lost(cand, result))
             else:
-                raise result.job_error() or KtriageError(
+                raise result.job_error() or KtriageError(  # BisectAbort too: the command's own, naming the node
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
                     f"run without {option('cluster', '--cluster')} to see it",
                 )

@@ -14,7 +14,9 @@ again to a node not yet found unfit for it (Ray's node-id label), and fails with
 when none is left. A node that refused a job another node then ran is remembered for the job's
 ``needs`` (its toolchain spec) as long as the executor lives: later jobs with those needs are not sent
 there (a bisect candidate built there first, then failed the same install, round after round), and a
-warning says once which node refused what and why.
+warning says once which node refused what and why; jobs with other needs still go there. Within one
+``run``, at most as many jobs of a kind are in flight as the cluster has slots for; those sent after a
+node's first refusal avoid it at once (it drew the round's queued jobs one by one, each refused once).
 
 A :class:`RayPinnedWorker` is a Ray actor holding one GPU (or ``gpu_slot``) for its life: the calls
 of one measurement that spans several jobs (a time bisect's sampling rounds) all run in its one
@@ -118,6 +120,34 @@ class _Task:
         fix = next((u.fix for _, u in self.unfit if u.fix), None)
         said = f"no node of the cluster can run it ({reasons})"
         return f"{said} (fix: {fix})" if fix else said
+
+
+class _Suspects:
+    """The nodes that refused a job of one :meth:`RayExecutor.run` with some needs, not yet known to be the
+    node's fault: a job with those needs sent after that is sent elsewhere, while another node is left. A
+    node is no suspect for those needs once it ran one of them; the refusals of a job every node refused are
+    forgotten (the job's own failure: a candidate's broken wheel). Those of a job another node then ran are
+    remembered for the executor's life (``RayExecutor._remember``); a suspicion lasts one ``run``."""
+
+    def __init__(self) -> None:
+        self._by: dict[str, dict[str, set[int]]] = {}  # needs -> node id -> the tasks it refused (first index)
+
+    def nodes(self, needs: str | None) -> tuple[str, ...]:
+        return tuple(self._by.get(needs, {})) if needs is not None else ()
+
+    def add(self, needs: str | None, node: str, task: int) -> None:
+        if needs is not None:
+            self._by.setdefault(needs, {}).setdefault(node, set()).add(task)
+
+    def cleared(self, needs: str, node: str) -> None:
+        self._by.get(needs, {}).pop(node, None)
+
+    def forget(self, needs: str | None, task: int) -> None:
+        nodes = self._by.get(needs, {}) if needs is not None else {}
+        for node, tasks in list(nodes.items()):
+            tasks.discard(task)
+            if not tasks:
+                del nodes[node]
 
 
 class _PinnedActor:
@@ -353,34 +383,35 @@ class RayExecutor:
             options["label_selector"] = {NODE_ID_LABEL: f"!in({','.join(avoid)})"}
         return _remote().options(**options, name=(job.label or job.kind)[:60]).remote(job.fn, job.args)
 
-    def _fit_nodes_left(self, kind: JobKind, avoid: tuple[str, ...]) -> bool:
+    def _fit_nodes_left(self, kind: JobKind, avoid: tuple[str, ...], nodes: Sequence[RayNode] | None = None) -> bool:
         """Whether a live node outside ``avoid`` declares what a ``kind`` job asks for: a job sent with
-        no such node would wait for one forever."""
+        no such node would wait for one forever. ``nodes``: the live nodes, if just looked up."""
         wanted = ("GPU", GPU_RESOURCE) if kind == "timing" else ("CPU",)
         return any(
-            n["node_id"] not in avoid and any(n["resources"].get(r, 0) >= 1 for r in wanted) for n in self.nodes()
+            n["node_id"] not in avoid and any(n["resources"].get(r, 0) >= 1 for r in wanted)
+            for n in (self.nodes() if nodes is None else nodes)
         )
 
     def run(self, jobs: Sequence[Job[R]], *, on_done: OnDone | None = None) -> list[JobResult[R]]:
+        """Every job as a Ray task, at most as many of a kind at once as the cluster has slots for, the rest
+        held here until one ends. Why held: Ray gives a task it holds to whichever node comes free first, and
+        a node that refused a job comes free at once, so it drew the round's next queued job, and the next,
+        each built there first and refused (the round was sent whole before its first refusal came back).
+        A job sent after a node refused its needs is sent away from that node (:class:`_Suspects`)."""
         ray = self._ray
         firsts: dict[str, _Task] = {}  # key -> the task that serves every job with that key
-        tasks: dict[Any, _Task] = {}
-        nowhere: list[_Task] = []  # every node left is one remembered unfit for the job's needs
-        fit_left: dict[tuple[JobKind, tuple[str, ...]], bool] = {}  # one look at the nodes per needs, not per job
+        held: list[_Task] = []  # not sent yet, in order
         for i, job in enumerate(jobs):
             if job.key is not None and job.key in firsts:
                 firsts[job.key].indices.append(i)
                 continue
             task = _Task(i, [i])
-            task.add(self._remembered(job))
-            if task.unfit and (job.kind, task.avoid()) not in fit_left:
-                fit_left[job.kind, task.avoid()] = self._fit_nodes_left(job.kind, task.avoid())
-            if task.unfit and not fit_left[job.kind, task.avoid()]:
-                nowhere.append(task)
-            else:
-                tasks[self._submit(job, task.avoid())] = task
+            held.append(task)
             if job.key is not None:
                 firsts[job.key] = task
+        width = {kind: self.slots(kind) for kind in {jobs[t.first].kind for t in held}}
+        flying: dict[Any, _Task] = {}
+        suspects = _Suspects()
         results: list[JobResult[R] | None] = [None] * len(jobs)
 
         def finish(task: _Task, outcome: JobResult[Any]) -> None:
@@ -393,27 +424,61 @@ class RayExecutor:
                 if on_done is not None:
                     on_done(i, result)
 
-        for task in nowhere:
-            finish(task, JobResult(jobs[task.first], False, error=task.error(), unfit=True))
-        pending = list(tasks)
-        while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+        def send(task: _Task, nodes: Sequence[RayNode] | None, placement: Placement | None = None) -> None:
+            """Submit ``task`` away from the nodes that refused it or its needs, or fail it where no node is left
+            (sent with a selector no node matches, it would wait for one forever). ``placement``: its last
+            refusal; ``nodes``: the live nodes, if just looked up."""
+            job = jobs[task.first]
+            task.add(self._remembered(job))  # found by this round's other jobs meanwhile, or an earlier round's
+            avoid = task.avoid()
+            suspect = tuple(n for n in suspects.nodes(job.needs) if n not in avoid)
+            if not avoid and not suspect:
+                flying[self._submit(job)] = task
+                return
+            nodes = self.nodes() if nodes is None else nodes
+            if suspect and self._fit_nodes_left(job.kind, avoid + suspect, nodes):
+                flying[self._submit(job, avoid + suspect)] = task
+            elif not avoid or self._fit_nodes_left(job.kind, avoid, nodes):  # only suspects left: tried for real
+                flying[self._submit(job, avoid)] = task
+            else:
+                suspects.forget(job.needs, task.first)  # every node refused it: the job's own failure, not theirs
+                finish(task, JobResult(job, False, error=task.error(), placement=placement, unfit=True))
+
+        def send_held() -> None:
+            room = dict(width)
+            for t in flying.values():
+                room[jobs[t.first].kind] -= 1
+            going = []
+            for task in held:
+                if room[jobs[task.first].kind] > 0:
+                    room[jobs[task.first].kind] -= 1
+                    going.append(task)
+            nodes: list[RayNode] | None = None  # looked up once for them all, where one avoids a node
+            for task in going:
+                held.remove(task)
+                job = jobs[task.first]
+                if nodes is None and (suspects.nodes(job.needs) or self._remembered(job)):
+                    nodes = self.nodes()
+                send(task, nodes)
+
+        send_held()
+        while flying:
+            ready, _ = ray.wait(list(flying), num_returns=1)
             for ref in ready:
-                task = tasks.pop(ref)
+                task = flying.pop(ref)
                 outcome = self._collect(ref)
                 job = jobs[task.first]
                 if isinstance(outcome.value, _Unfit) and outcome.placement is not None:
                     task.unfit.append((outcome.placement, outcome.value))
-                    task.add(self._remembered(job))  # found by this round's other jobs meanwhile
-                    if self._fit_nodes_left(job.kind, task.avoid()):
-                        again = self._submit(job, task.avoid())
-                        tasks[again] = task
-                        pending.append(again)
-                        continue
-                    outcome = JobResult(job, False, error=task.error(), placement=outcome.placement, unfit=True)
-                elif outcome.ok and task.unfit and job.needs is not None:
-                    self._remember(job.needs, task.unfit)
+                    suspects.add(job.needs, outcome.placement.node_id, task.first)
+                    send(task, None, outcome.placement)
+                    continue
+                if outcome.ok and job.needs is not None and outcome.placement is not None:
+                    suspects.cleared(job.needs, outcome.placement.node_id)  # it ran one: it can
+                    if task.unfit:
+                        self._remember(job.needs, task.unfit)
                 finish(task, outcome)
+            send_held()
         return [r for r in results if r is not None]
 
     def _remembered(self, job: Job[Any]) -> list[tuple[Placement, _Unfit]]:
@@ -428,7 +493,8 @@ class RayExecutor:
     def _remember(self, needs: str, refusals: Sequence[tuple[Placement, _Unfit]]) -> None:
         """Remember the nodes that refused a job with ``needs`` that another node then ran (so the refusal
         was the node's, not the job's: a job every node refuses, e.g. a candidate's broken wheel, leaves
-        none remembered), and say once per node what it refused and why."""
+        none remembered), and say once per node what it refused and why, and that only those needs: a node
+        that cannot install triton==3.3.1 may well install 3.6.0, and still gets the jobs that need it."""
         known = self._refused.setdefault(needs, {})
         for placement, unfit in refusals:
             if placement.node_id in known:
@@ -437,7 +503,8 @@ class RayExecutor:
             log.warning(
                 f"node {placement.node_id[:12]} on {placement.hostname} refused a job needing {needs}: "
                 f"{unfit.problem}; another node ran it, and this run sends that node no more jobs needing "
-                f"{needs}" + (f" (fix: {unfit.fix})" if unfit.fix else "")
+                f"{needs} (jobs needing another toolchain still go there)"
+                + (f" (fix: {unfit.fix})" if unfit.fix else "")
             )
 
     def _collect(self, ref: Any) -> JobResult[Any]:

@@ -244,6 +244,25 @@ def test_a_node_that_cannot_install_a_candidates_toolchain_moves_the_job_and_ski
     assert obs.reason.startswith("not tested: no node of the cluster can run it (node 0123456789ab")
 
 
+def test_a_refusal_is_remembered_per_toolchain_a_node_that_cannot_install_one_release_still_gets_another() -> None:
+    """What a node that refused a job is remembered unfit for (``Job.needs``): a toolchain candidate's own
+    spec, so a node that cannot install triton==3.3.1 is still sent the candidate triton==3.6.0 (the executor
+    keys its memory by needs: test_cluster_placement.py); a commit's, the ``-t`` spec as given, whose
+    ``{checkout}`` wheel differs per commit while the node's missing package index does not."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.cluster import NodeConfig, job_needs
+
+    cfg = NodeConfig(key="k", toolchain="triton={checkout}/dist/*.whl")
+    old, new = (
+        Candidate(i, t, t, {"kind": "pypi", "toolchain": t}) for i, t in enumerate(("triton==3.3.1", "triton==3.6.0"))
+    )
+    ptxas = Candidate(2, "p", "p", {"kind": "ptxas", "toolchain": "triton==3.4.0,ptxas=/opt/ptxas-12.8"})
+    commits = [Candidate(i, c, c, {"kind": "git", "commit": c}) for i, c in ((3, "abc123"), (4, "def456"))]
+    assert (job_needs(cfg, old), job_needs(cfg, new)) == ("triton==3.3.1", "triton==3.6.0")
+    assert job_needs(cfg, ptxas) == "triton==3.4.0,ptxas=/opt/ptxas-12.8"
+    assert {job_needs(cfg, c) for c in commits} == {"triton={checkout}/dist/*.whl"}
+
+
 def test_a_command_job_whose_node_cannot_install_the_toolchain_moves_and_skips_only_where_none_can(
     ray_cluster, toolchain, tmp_path: Path
 ) -> None:

@@ -52,3 +52,32 @@ def test_a_command_bisect_jobs_error_on_a_node_is_raised_as_its_own(ray_cluster,
     assert problem.startswith("candidate c1 has no known kind (None) (on node "), problem
     assert any(f"(on node {n[:12]} on " in problem for n in nodes), problem
     assert raised.value.fix == "this is a ktriage bug; report it"
+
+
+def test_a_command_that_aborts_the_bisect_on_a_node_comes_back_as_bisect_abort_naming_the_node(
+    ray_cluster, toolchain, tmp_path: Path
+) -> None:
+    """``bisect --command`` on the cluster, the command exiting 130 (>= 128 aborts the bisect, as in git bisect
+    run): the node's job sent the abort back as a dict of two strings, which the driver turned back into a
+    ``BisectAbort`` without the node it ran on. Now the job raises it there and it comes back whole (the job's
+    ``exception``, of its class), raised as the job's own with its fix, its problem naming the node."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.cluster import command_job
+    from ktriage.bisect.predicates import BisectAbort
+    from ktriage.execute import Job
+
+    release = "triton==3.4.0"
+    toolchain(release)
+    candidate = Candidate(0, "c0", "c0", {"kind": "pypi", "toolchain": release})
+    cfg = NodeConfig(key=f"abort-{tmp_path.name}", command="exit 130", cwd=str(tmp_path))
+    with RayExecutor(ray_cluster.address) as ex:
+        nodes = set(ray_cluster.node_ids().values())
+        (result,) = ex.run([Job("build", command_job, (cfg, candidate))])
+        with pytest.raises(BisectAbort) as raised:
+            ClusterCommandPredicate(cfg, Workspace(work_dir=tmp_path / "work"), ex).test([candidate])
+    assert not result.ok and isinstance(result.exception, BisectAbort), (result.value, result.error)
+    problem = raised.value.problem
+    said = "the command exited 130 at c0 (>= 128 aborts the bisect, as in git bisect run) (on node "
+    assert problem.startswith(said) and any(f"(on node {n[:12]} on " in problem for n in nodes), problem
+    assert raised.value.fix == result.exception.fix and "exit 125 to skip" in str(raised.value.fix)
+    assert "--resume" in str(raised.value.fix)

@@ -130,7 +130,10 @@ def test_a_node_that_refused_a_jobs_needs_gets_no_more_of_them_and_is_named_once
     for node in refused:
         (said,) = [w for w in warnings if w.startswith(f"node {node[:12]} on ")]
         assert f"refused a job needing {needs}: cannot build the toolchain triton==0.0 here (a FAKE reason)" in said
-        assert said.endswith(f"sends that node no more jobs needing {needs} (fix: build it on that node)"), said
+        assert said.endswith(
+            f"sends that node no more jobs needing {needs} (jobs needing another toolchain still go there)"
+            " (fix: build it on that node)"
+        ), said
 
 
 def test_a_job_whose_every_node_is_remembered_unfit_fails_at_once_sent_nowhere(ray_cluster, tmp_path) -> None:
@@ -237,3 +240,32 @@ def test_a_jobs_ktriage_error_comes_back_whole_with_the_node_and_is_raised_as_it
         assert str(raised).startswith(f"{problem}{where}\n  fix: {fix}\n"), str(raised)
         assert result.exception.problem == problem  # the result's own error is left as the job raised it
         assert result.error.startswith(f"SpecError: {problem}\n  fix: {fix}"), result.error
+
+
+def test_jobs_of_a_round_queued_before_a_nodes_first_refusal_are_not_sent_there_after_it(ray_cluster, tmp_path) -> None:
+    """A round of more jobs than the cluster has CPUs, with one node that refuses their needs (the head: Ray
+    starts a driver's tasks there first). The round's jobs were all sent at once, so each time the head came
+    free after a refusal (at once) Ray gave it the next queued job, which refused there too: every job that
+    landed there was built first (a bisect candidate) and failed once, and the node was remembered only for
+    later rounds. Now the jobs not yet started when the node first refused are sent with it excluded: it
+    runs one of them. In a round where a job EVERY node refuses makes every node suspect (a candidate's
+    broken wheel), the other jobs still run where they can. (FAKE job, real Ray: each run writes its node.)"""
+    from ktriage.testing import fake_unfit_job
+
+    with RayExecutor(ray_cluster.address) as ex:
+        ids = ray_cluster.node_ids()
+        head = ids["head"]
+        cpu_nodes = sorted(n["node_id"] for n in ex.nodes() if n["resources"].get("CPU", 0) >= 1)
+        log = tmp_path / "round.log"
+        jobs = [Job("build", fake_unfit_job, ((head,), str(log), 1.0), needs="triton==9.1") for _ in range(9)]
+        results = ex.run(jobs)
+        ran = log.read_text().split()
+        broken_log, others_log = tmp_path / "broken.log", tmp_path / "others.log"
+        broken = Job("build", fake_unfit_job, (tuple(cpu_nodes), str(broken_log)), needs="triton==9.2")
+        others = [Job("build", fake_unfit_job, ((head,), str(others_log), 1.0), needs="triton==9.2") for _ in range(4)]
+        failed, *fine = ex.run([broken, *others])
+    assert all(r.ok and r.value != head for r in results), [(r.value, r.error) for r in results]
+    assert len(ran) == 10 and ran.count(head) == 1, ran  # nine jobs, and the one the head refused once
+    assert not failed.ok and failed.unfit and all(f"node {n[:12]}" in failed.error for n in cpu_nodes), failed.error
+    assert all(r.ok and r.value != head for r in fine), [(r.value, r.error) for r in fine]
+    assert sorted(broken_log.read_text().split()) == cpu_nodes  # tried once on each node, as before
