@@ -25,12 +25,13 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import msgspec
+from packaging.version import InvalidVersion, Version
 
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
@@ -39,9 +40,10 @@ from ktriage.compile.pool import InFlight, WorkerPool, import_timeout_s
 from ktriage.errors import CompileError, KtriageError
 from ktriage.execute.base import Executor
 from ktriage.home import home_subdir
-from ktriage.insitu.worker import PROTOCOL_VERSION
+from ktriage.insitu.worker import PROTOCOL_VERSION, no_descriptor_padding
 from ktriage.schema.compile_cache import CubinRecord, FrontendRecord
 from ktriage.schema.jsontypes import JSONObject, as_json_object
+from ktriage.spec.launch import DESCRIPTOR_PADDING
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.frontend import triton_options
 from ktriage.toolchain.manager import Assembler, Toolchain
@@ -130,6 +132,24 @@ class CompileFailure:
 
 
 CompileOutcome = Artifact | CompileFailure
+
+
+def _refused_padding(spec: KernelSpec, toolchain: Toolchain) -> CompileFailure | None:
+    """A recorded launch's descriptor with NaN padding (``meta["descriptor_padding"]``) refused by a Triton
+    before 3.5, whose ``TensorDescriptor`` has no padding (the program could not make that launch there), as
+    the same launch by values is refused in that Triton's worker (insitu/jitrun.descriptor). Here, per input,
+    before the compile that its kernel's other inputs share: the padding is no part of the spec's key."""
+    paddings = spec.meta.get(DESCRIPTOR_PADDING)
+    if not isinstance(paddings, Mapping) or not paddings:
+        return None
+    try:
+        if Version(toolchain.triton_version).release[:2] >= (3, 5):
+            return None
+    except InvalidVersion:
+        return None  # a build that names no release: its compile decides
+    name, padding = next(iter(paddings.items()))
+    refusal = no_descriptor_padding(str(name), str(padding), toolchain.triton_version)
+    return CompileFailure(spec, toolchain, "frontend", refusal.kind, str(refusal))
 
 
 def _sha(*parts: str) -> str:
@@ -303,7 +323,7 @@ class Compiler:
         and rules run in the toolchain's worker: insitu/launch_spec.py, spec/values.py); any other
         spec as it is. Asked once per (launch, Triton build) in a compiler."""
         if spec.launch is None:
-            return spec
+            return _refused_padding(spec, toolchain) or spec
         from ktriage.spec.values import resolve_request, resolved_spec
 
         try:

@@ -35,6 +35,7 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterable
 from typing import Any, TypedDict
 
 if __package__:
@@ -86,14 +87,26 @@ def descriptor(value: dict[str, Any], name: str) -> Any:
     if "padding" not in {f.name for f in dataclasses.fields(TensorDescriptor)}:
         import triton
 
-        raise worker.WorkerError(
-            "spec",
-            f"argument {name} is a TensorDescriptor with padding = {json.dumps(padding)}, which Triton "
-            f"{triton.__version__} does not have (descriptors pad with zeros only; padding came in 3.5)\nfix: "
-            "compare this kernel across Triton 3.5 and later (e.g. -t triton==3.5.0), or drop padding (zero "
-            "padding, what Triton 3.4 does)",
-        )
+        raise worker.no_descriptor_padding(name, str(padding), triton.__version__)
     return TensorDescriptor(base, shape, strides, list(value["block_shape"]), padding=padding)
+
+
+def encode_descriptor(
+    dtype: str, shape: Iterable[int], strides: Iterable[int], block_shape: Iterable[int], padding: str = "zero"
+) -> dict[str, Any]:
+    """A host-side tensor descriptor as this harness's request and result encode it, and the spec's
+    ``launch`` keeps it (spec/launch.encode_value): ``padding`` only when not ``"zero"``, the default and
+    all Triton 3.4 has, so the same descriptor is one spec and 3.4 compiles it. The launch hook writes
+    its own (it imports no sibling, and keeps ``"zero"`` where the recording Triton has the field)."""
+    encoded: dict[str, Any] = {
+        "descriptor": dtype,
+        "shape": [int(d) for d in shape],
+        "strides": [int(d) for d in strides],
+        "block_shape": [int(d) for d in block_shape],
+    }
+    if padding != "zero":
+        encoded["padding"] = padding
+    return encoded
 
 
 _TRITON_DTYPE = {torch_name: triton_name for triton_name, torch_name in fakedriver.TORCH_DTYPE.items()}
@@ -106,13 +119,9 @@ def encode(value: Any) -> Any:
         return {"tensor": value.triton_dtype, "aligned": value.data_ptr() % 16 == 0}
     if type(value).__name__ == "TensorDescriptor" and isinstance(getattr(value, "base", None), fakedriver.FakeTensor):
         # a spec's descriptor (launch_spec._descriptor), as the spec wrote it
-        return {
-            "descriptor": value.base.triton_dtype,
-            "shape": [int(d) for d in value.shape],
-            "strides": [int(d) for d in value.strides],
-            "block_shape": [int(d) for d in value.block_shape],
-            **({"padding": value.padding} if getattr(value, "padding", "zero") != "zero" else {}),
-        }
+        return encode_descriptor(
+            value.base.triton_dtype, value.shape, value.strides, value.block_shape, getattr(value, "padding", "zero")
+        )
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         name = str(value.dtype).split(".")[-1]
         return {

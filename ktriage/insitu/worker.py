@@ -128,6 +128,19 @@ def no_host_descriptors(name: str) -> WorkerError:
     )
 
 
+def no_descriptor_padding(name: str, padding: str, version: str) -> WorkerError:
+    """The refusal of a host-side ``TensorDescriptor`` with ``padding`` (NaN fill, 3.5+) by a Triton whose
+    descriptor has no such field (3.4 pads with zeros only: ``TensorDescriptor(..., padding="nan")`` is a
+    TypeError there, so no program makes that launch): a spec by values (insitu/jitrun.descriptor) and a
+    recorded one (compile.compiler, from the launch's ``descriptor_padding``) are refused alike."""
+    return WorkerError(
+        "spec",
+        f'argument {name} is a TensorDescriptor with padding = "{padding}", which Triton {version} does not have '
+        "(descriptors pad with zeros only; padding came in 3.5)\nfix: compare this kernel across Triton 3.5 and "
+        "later (e.g. -t triton==3.5.0), or drop padding (zero padding, what Triton 3.4 does)",
+    )
+
+
 def load_kernel(source: str, sys_path: list[str]) -> Any:
     """Import ``path/to/file.py:fn`` or ``package.module:fn`` and return the JIT function (unwrapped
     from ``@triton.heuristics``/``@triton.autotune``, which compile the same function)."""

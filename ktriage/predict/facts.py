@@ -249,7 +249,8 @@ def _sizes(signature: Mapping[str, str], meta: Mapping[str, Any], launch: Mappin
 
 def launch_tensor_sizes(launch: Mapping[str, Any] | None) -> list[int] | None:
     """Bytes of each tensor argument of a spec written by values (``KernelSpec.launch``: ``{"args": [[name,
-    {"tensor": "fp16", "shape": [2048, 4097], ...}], ...]}``, docs/specs.md), shape x element size. None when
+    {"tensor": "fp16", "shape": [2048, 4097], ...}], ...]}``, docs/specs.md), shape x element size; a host-side
+    tensor descriptor (``{"descriptor": "fp16", "shape": ..}``) counts as the tensor it describes. None when
     the spec is not by values, has no tensor, or any tensor has no shape: a size from some of the tensors
     would under-count the data and price a loop as shorter than it runs. An empty shape is a 0-d tensor (a
     scalar on the device, ``shape = []``): one element, a known size (it read as "no shape", so a spec with
@@ -260,7 +261,11 @@ def launch_tensor_sizes(launch: Mapping[str, Any] | None) -> list[int] | None:
     sizes: list[int] = []
     for item in args:
         value = item[1] if isinstance(item, (list, tuple)) and len(item) == 2 else None
-        if not isinstance(value, Mapping) or "tensor" not in value:
+        if not isinstance(value, Mapping):
+            continue
+        # a tensor, or a host-side tensor descriptor ({"descriptor": "fp16", "shape": ..}): counted as its tensor
+        dtype = value.get("tensor", value.get("descriptor"))
+        if dtype is None:
             continue
         shape = value.get("shape")
         if not isinstance(shape, (list, tuple)):
@@ -269,24 +274,36 @@ def launch_tensor_sizes(launch: Mapping[str, Any] | None) -> list[int] | None:
             count = math.prod(int(d) for d in shape)
         except (TypeError, ValueError):
             return None
-        sizes.append(count * element_bytes(str(value["tensor"])))
+        sizes.append(count * element_bytes(str(dtype)))
     return sizes or None
 
 
 def _tensor_sizes(signature: Mapping[str, str], label: str) -> list[int]:
-    """Bytes of each pointer argument the label gives a shape (``X_ptr=16384x4096,...``)."""
+    """Bytes of each pointer or host-side tensor descriptor argument the label gives a shape
+    (``X_ptr=16384x4096,...``; a descriptor's is the shape it was made with)."""
     sizes = []
     for part in label.split(","):
         name, _, dims = part.partition("=")
-        ty = str(signature.get(name.strip(), ""))
-        if not ty.startswith("*") or not dims:
+        dtype = _element_type(str(signature.get(name.strip(), "")))
+        if dtype is None or not dims:
             continue
         try:
             count = math.prod(int(d) for d in dims.split("x"))
         except ValueError:
             continue
-        sizes.append(count * element_bytes(ty[1:]))
+        sizes.append(count * element_bytes(dtype))
     return sizes
+
+
+def _element_type(ty: str) -> str | None:
+    """The element type of a signature's tensor argument: a pointer's (``*bf16``) or a host-side tensor
+    descriptor's (``tensordesc<fp16[64, 32]>``, Triton 3.4+: a TMA kernel's only view of its big tensors,
+    so without it such a kernel had no data size); None for any other argument."""
+    if ty.startswith("*"):
+        return ty[1:]
+    if ty.startswith("tensordesc<"):
+        return ty[len("tensordesc<") :].partition("[")[0]
+    return None
 
 
 def element_bytes(dtype: str) -> int:

@@ -35,7 +35,7 @@ from ktriage.atomic import atomic_open
 from ktriage.errors import FormatError, KtriageError, SpecError, check_format_version
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.spec.launch import named_args, spec_options
+from ktriage.spec.launch import DESCRIPTOR_PADDING, descriptor_paddings, named_args, spec_options
 from ktriage.spec.model import KNOWN_TARGETS, ConstexprValue, KernelSpec
 from ktriage.spec.sms import SM_COUNT, given_sm_count
 from ktriage.spec.source import read_params
@@ -673,6 +673,9 @@ def with_launch_facts(
             meta["shape"] = shape
     if autotune_configs and "autotune_configs" not in meta:
         meta["autotune_configs"] = list(autotune_configs)
+    paddings = descriptor_paddings(args)
+    if paddings:  # a spec by types does not carry them: a Triton without padding refuses them (compile.compiler)
+        meta[DESCRIPTOR_PADDING] = paddings
     return spec if meta == spec.meta else spec.replace(meta=meta)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from ktriage.errors import SpecError
+from ktriage.insitu.jitrun import encode_descriptor
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, canonical_dtype, specialize_args
@@ -85,15 +86,7 @@ def encode_value(value: Any) -> Any:
     if isinstance(value, Ptr):
         return {"tensor": value.dtype, "aligned": value.aligned}
     if isinstance(value, Descriptor):
-        encoded: dict[str, Any] = {
-            "descriptor": value.dtype,
-            "shape": list(value.shape),
-            "strides": list(value.strides),
-            "block_shape": list(value.block_shape),
-        }
-        if value.padding != "zero":  # the default, what Triton 3.4 does: left out, so 3.4 compiles it
-            encoded["padding"] = value.padding
-        return encoded
+        return encode_descriptor(value.dtype, value.shape, value.strides, value.block_shape, value.padding)
     if isinstance(value, Constexpr):
         return encode_value(value.value)
     if isinstance(value, str) and value.startswith("tl."):
@@ -155,6 +148,24 @@ def decode_descriptor(value: Mapping[str, Any]) -> Descriptor:
         dims["block_shape"],
         str(padding),
     )
+
+
+DESCRIPTOR_PADDING = "descriptor_padding"
+"""The key of a recorded input's ``meta`` naming its descriptors that pad with other than zeros
+(``{"out_desc": "nan"}``): a spec by types does not carry the launch, and Triton 3.4, whose descriptor
+has no padding, must refuse it as it refuses the same launch by values (compile.compiler)."""
+
+
+def descriptor_paddings(pairs: Sequence[Sequence[Any]]) -> dict[str, str]:
+    """The recorded launch's ``[[name, encoded], ...]`` descriptors whose padding is not ``"zero"``."""
+    return {
+        str(pair[0]): str(pair[1]["padding"])
+        for pair in pairs
+        if len(pair) == 2
+        and isinstance(pair[1], Mapping)
+        and "descriptor" in pair[1]
+        and pair[1].get("padding", "zero") != "zero"
+    }
 
 
 def _int(value: object) -> int:

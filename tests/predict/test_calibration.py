@@ -14,7 +14,7 @@ import pytest
 
 from ktriage.predict.calibration import CellResult, RecallBySize, WidthCeiling, calibrate, held_out_groups
 from ktriage.predict.dataset import CalibrationCell, read_cells
-from ktriage.predict.facts import data_bytes, tensor_bytes
+from ktriage.predict.facts import data_bytes, launch_inputs, tensor_bytes
 from ktriage.predict.model import PARAMS_FILE, Params, load_params, predict
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
@@ -245,6 +245,25 @@ def test_tensor_bytes_are_all_the_recorded_launch_tensors() -> None:
     assert tensor_bytes(signature, meta) == 2 * 4096 * 1024 * 2 + 1024 * 4
     assert data_bytes(signature, meta) == 4096 * 1024 * 2
     assert tensor_bytes(signature, {"op": "layer_norm", "mode": "bwd", "shape": {"M": 4096, "N": 1024}}) is None
+
+
+def test_a_host_side_tensor_descriptor_counts_as_its_tensor() -> None:
+    """A TMA kernel sees its big tensors through host-side TensorDescriptors only (Triton 3.4+): a recorded
+    launch's label names the descriptor's shape and the signature its element type (``tensordesc<fp16[..]>``),
+    a spec by values its ``{"descriptor": "fp16", "shape": ..}``. Before, both had no data size (the small
+    tensors' or none), so the model priced the main loop with its fitted trip count."""
+    signature = {"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp8e4nv[64, 64]>", "c_ptr": "*fp32"}
+    expected = (4096 * 2048 * 2, 4096 * 2048 * 2 + 2048 * 1024 + 64 * 4)
+    label = "a_desc=4096x2048,b_desc=2048x1024,c_ptr=64,M=4096"
+    recorded = launch_inputs(signature, {"recorded": True, "input_label": label})
+    assert (recorded.data_bytes, recorded.tensor_bytes) == expected
+
+    def desc(dtype: str, shape: list[int]) -> dict[str, object]:
+        return {"descriptor": dtype, "shape": shape, "strides": [shape[1], 1], "block_shape": [64, 64]}
+
+    args = [["a_desc", desc("fp16", [4096, 2048])], ["b_desc", desc("fp8e4nv", [2048, 1024])]]
+    by_values = launch_inputs(signature, {}, {"args": [*args, ["c_ptr", {"tensor": "fp32", "shape": [64]}]]})
+    assert (by_values.data_bytes, by_values.tensor_bytes) == expected
 
 
 def test_bank_conflicts_read_from_the_sass_are_priced() -> None:

@@ -6,7 +6,7 @@ Triton's real launch path with only the GPU driver faked (``fakedriver``): the r
 Before, the hook described such an argument as "unsupported" and the launch was "not captured": the workload
 lost the kernel. Now it is recorded in the spec's form (dtype, shape, strides, block_shape, and padding where
 the recording Triton has it), ``explain W.json`` compiles it with Triton 3.4.0 and 3.6.0 for sm_90 and refuses
-it on 3.3.1 with the spec form's message, and a bundle of it builds, loads, and refuses to replay the input
+it on 3.3.1 (and a NaN-padded one on 3.4.0) with the spec form's message, and a bundle of it builds, loads, and refuses to replay the input
 with the cause (the runner cannot fill a CUtensorMap) instead of a misleading ABI error.
 """
 
@@ -23,6 +23,7 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import KernelResult
 from ktriage.explain.failures import describe
+from ktriage.predict.facts import spec_launch_inputs
 from ktriage.record.workload import Workload, load_workload
 from ktriage.workload.recorded.bundle import bench_blockers, load_recorded_bundle
 from tests.spec.test_descriptor_spec import KERNEL  # the same tile copy the spec form's tests compile
@@ -104,6 +105,8 @@ def test_triton_3_4_descriptors_are_recorded_in_the_spec_form_and_explained(
     assert dict(second.args)["in_desc"]["shape"] == [1024, 2048]
     spec = first.spec
     assert spec.signature == {"in_desc": TYPE, "out_desc": TYPE, "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
+    # the cost model's data size: each descriptor counts as its tensor (before: none, no pointer argument)
+    assert spec_launch_inputs(spec)[::2] == (4096 * 2048 * 2, 2 * 4096 * 2048 * 2)
     assert first.jit_check == "same"  # what the JIT passed to triton.compile for the launch
     # record says at once that bench cannot replay it, and why
     assert "cannot bench K0 copy_tile input 0: argument in_desc cannot be benched: it is a host-side tensor " in said
@@ -145,14 +148,25 @@ def test_triton_3_6_descriptors_keep_their_padding_and_a_bundle_refuses_to_repla
     assert dict(second.args)["out_desc"]["padding"] == "zero"
     assert first.jit_check == "same"
 
-    # padding changes what an out-of-bounds load reads at run time, not the code: 3.4.0 compiles it as 3.6.0 does
+    assert first.spec.meta["descriptor_padding"] == {"out_desc": "nan"} and "descriptor_padding" not in second.spec.meta
+
+    # Triton 3.4's TensorDescriptor has no padding field (a program's padding="nan" is a TypeError there): the
+    # NaN-padded input is refused with the message of the same launch by values; the other inputs of its kernel,
+    # and every input with 3.6.0, compile (before, 3.4.0 compiled the NaN-padded input too)
     report = kt.explain(target=out, toolchains=["triton==3.4.0", "triton==3.6.0"])
-    cells = [r for s in report.result.specs for r in s.results.values()]
-    assert cells and all(isinstance(c, KernelResult) for c in cells), [describe(c) for c in cells]
+    cells = {(s.spec.name, str(r.toolchain.spec)): r for s in report.result.specs for r in s.results.values()}
+    refused = cells.pop((first.spec.name, "triton==3.4.0"))
+    assert isinstance(refused, CompileFailure) and refused.kind == "spec", refused
+    line = describe(refused)
+    assert 'argument out_desc is a TensorDescriptor with padding = "nan", which Triton 3.4.0 does not have' in line
+    assert "fix: compare this kernel across Triton 3.5 and later (e.g. -t triton==3.5.0)" in line
+    assert len(cells) == 5 and all(isinstance(c, KernelResult) for c in cells.values()), [
+        describe(c) for c in cells.values() if isinstance(c, CompileFailure)
+    ]
 
     # the bundle builds and loads (its ABI: the CUtensorMap of 128 bytes, then shape and strides) ...
     bundle_dir = tmp_path / "bundle"
-    kt.bench_recorded(workload=out, toolchains=["triton==3.4.0", "triton==3.6.0"], compile_only=True, bundle=bundle_dir)
+    kt.bench_recorded(workload=out, toolchains=["triton==3.6.0"], compile_only=True, bundle=bundle_dir)
     recorded = load_recorded_bundle(bundle_dir)
     assert recorded.bundle.failure_lines() == []
     # ... and each input is refused where the GPU host's bench plans its replay, with the cause
