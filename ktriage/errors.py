@@ -163,7 +163,7 @@ class Worded(str):
 
     def __new__(cls, text: str, flags: str | None = None) -> Worded:
         self = super().__new__(cls, text)
-        self.flags = text if flags is None else flags
+        self.flags = in_flags(text) if flags is None else flags  # Worded(a Worded) keeps its flags
         return self
 
     def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # a copy or a pickle keeps both

@@ -57,6 +57,8 @@ def _constants(trees: dict[Path, ast.Module], functions: set[str]) -> set[str]:
 
 
 def _makes_worded(expr: ast.expr, functions: set[str], names: set[str]) -> bool:
+    if isinstance(expr, ast.ListComp | ast.GeneratorExp):  # [option(...) for ...]: joined later
+        return _makes_worded(expr.elt, functions, names)
     if isinstance(expr, ast.IfExp):
         return _makes_worded(expr.body, functions, names) or _makes_worded(expr.orelse, functions, names)
     if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):  # Worded.__add__ keeps both

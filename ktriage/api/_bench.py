@@ -305,7 +305,7 @@ def bench(
         )
     arch = args.arch(arch) if arch is not None else None  # None: sm_90 to compile, a bundle's own to measure
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
-        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
+        check_writable(Path(bundle), option("bundle", "--bundle"), folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
 
         check_bundle_folder(Path(bundle))

@@ -28,7 +28,7 @@ from ktriage.api._bench import (
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, spelled, worded
+from ktriage.errors import KtriageError, option, spelled, worded
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -154,7 +154,7 @@ def bench_recorded(
         )
     arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
-        check_writable(bundle, "bundle (--bundle)", folder=True)
+        check_writable(bundle, option("bundle", "--bundle"), folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
         from ktriage.workload.recorded.bundle import RECORDED_MODE, workload_name
 

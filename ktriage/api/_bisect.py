@@ -19,7 +19,7 @@ from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.brief import brief
 from ktriage.catalog.resolve import op_default_mode
-from ktriage.errors import KtriageError, worded
+from ktriage.errors import KtriageError, option, worded
 from ktriage.mdsafe import markdown_writer
 from ktriage.stats.gate import check_gate
 
@@ -151,7 +151,7 @@ def bisect(
     threshold = args.THRESHOLD(threshold)
     check_gate(threshold)
     if state is not None:  # a folder here failed only at the first save, after the preflight had run
-        check_writable(state, "state (--state)", example="bisect-state.json")
+        check_writable(state, option("state", "--state"), example="bisect-state.json")
     opts = BisectOptions(
         source=source,
         good=good,

@@ -22,7 +22,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.brief import brief
 from ktriage.catalog.resolve import resolve_kernels, select_input_range, spec_input_id
-from ktriage.errors import KtriageError, option, worded
+from ktriage.errors import KtriageError, option, separated, worded
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
 from ktriage.explain.engine import ExplainResult
@@ -234,7 +234,8 @@ def explain(
     judged = [option(name, flag) for name, flag, on in asked if on]
     if len(toolchains) == 1 and judged:  # "--fail-on any: passed" and "no fix to propose" on a spilling kernel
         raise KtriageError(
-            f"{' and '.join(judged)} {agree(len(judged), 'needs', 'need')} a toolchain judged against a reference, and {toolchains[0]} is the only "
+            separated(" and ", judged)
+            + f" {agree(len(judged), 'needs', 'need')} a toolchain judged against a reference, and {toolchains[0]} is the only "
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
             "give the reference first and the toolchain to judge after it, e.g. "
             + option("toolchains", "-t", ["triton==3.3.1", toolchains[0]]),

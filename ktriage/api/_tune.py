@@ -213,7 +213,7 @@ def tune(
             ),
         )
     if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
-        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
+        check_writable(Path(bundle), option("bundle", "--bundle"), folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
 
         check_bundle_folder(Path(bundle))  # a manifest.json not a bundle's: refused before the screen compiles

@@ -46,7 +46,7 @@ from ktriage.bisect.sources import (
 )
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import KtriageError, joined, option, spelled, worded
+from ktriage.errors import KtriageError, joined, option, separated, spelled, worded
 from ktriage.execute.base import Executor, remote_label
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
@@ -279,15 +279,16 @@ def _check_git_only(opts: BisectOptions, source: Source) -> None:
         if value
     ]
     if given:
+        listed = separated(", ", given)
         raise KtriageError(
             worded(
                 lambda o: (
-                    f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to "
+                    f"{spelled(listed, o)} {agree(len(given), 'applies', 'apply')} to "
                     f"{o('source', '--source', 'git:PATH')} only (commits built in checkouts), not to "
                     f"{o('source', '--source', opts.source)}"
                 )
             ),
-            f"drop {', '.join(given)}: a {source.kind} candidate is a release, installed, never checked out or built",
+            "drop " + listed + f": a {source.kind} candidate is a release, installed, never checked out or built",
         )
 
 
@@ -306,15 +307,16 @@ def _check_untimed(opts: BisectOptions) -> None:
         if getattr(opts, name) != default[name]
     ]
     if given:
+        listed = separated(", ", given)
         what = option("metric", "--metric", opts.metric) if opts.metric else option("command", "--command")
         raise KtriageError(
             worded(
                 lambda o: (
-                    f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to a timed bisect "
+                    f"{spelled(listed, o)} {agree(len(given), 'applies', 'apply')} to a timed bisect "
                     f"({o('metric', '--metric', 'latency')}), not to {spelled(what, o)}"
                 )
             ),
-            f"drop {', '.join(given)}: the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
+            "drop " + listed + f": the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
         )
 
 

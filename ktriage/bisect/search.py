@@ -22,7 +22,17 @@ from ktriage import progress
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.outside import outside_endpoints, saved_values
-from ktriage.errors import FormatError, KtriageError, Worded, check_format_version, joined, option, spelled, worded
+from ktriage.errors import (
+    FormatError,
+    KtriageError,
+    Worded,
+    check_format_version,
+    joined,
+    option,
+    separated,
+    spelled,
+    worded,
+)
 from ktriage.schema.bisect_state import FIX as STATE_FIX
 from ktriage.schema.bisect_state import BisectStateSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
@@ -222,8 +232,12 @@ class StateFile:
             stored = data.get("fingerprint", {})
             diff = sorted(k for k in set(fingerprint) | set(stored) if fingerprint.get(k) != stored.get(k))
             raise FormatError(
-                f"bisect state {path} was made for another bisect: {_describe_bisect(stored)}, "
-                f"{_recorded(data)} (differs in: {', '.join(diff)})",
+                worded(
+                    lambda o: (
+                        f"bisect state {path} was made for another bisect: {spelled(_describe_bisect(stored), o)}, "
+                        f"{_recorded(data)} (differs in: {', '.join(diff)})"
+                    )
+                ),
                 worded(
                     lambda o: (
                         f"resume it with its own options; to start this bisect, give another {spelled(_STATE, o)} path "
@@ -249,7 +263,7 @@ class StateFile:
             raise KtriageError(
                 worded(
                     lambda o: (
-                        f"{spelled(_state(path), o)} already holds {which}: {_describe_bisect(stored)}, {_recorded(data)}; "
+                        f"{spelled(_state(path), o)} already holds {which}: {spelled(_describe_bisect(stored), o)}, {_recorded(data)}; "
                         "starting over would discard them"
                     )
                 ),
@@ -386,7 +400,7 @@ def _recorded(data: StateData) -> str:
     return f"{plural(rounds, 'round')} recorded ({plural(tested, 'candidate')} tested, endpoints included; {ended})"
 
 
-def _describe_bisect(fingerprint: JSONObject) -> str:
+def _describe_bisect(fingerprint: JSONObject) -> Worded:
     """A bisect's question as its options spell it (source, ends, predicate, kernels), from the
     fingerprint a state file keeps: which bisect a state belongs to, in a message. Each option as
     kt.bisect's keyword and the command's flag (``metric='latency' (--metric latency)``): the message
@@ -396,7 +410,7 @@ def _describe_bisect(fingerprint: JSONObject) -> str:
         value = fingerprint.get(key)
         return "" if value is None or value is False else str(value)
 
-    words = [f"{get('source') or '?'} {get('good') or '?'}..{get('bad') or '?'}"]
+    words: list[str] = [f"{get('source') or '?'} {get('good') or '?'}..{get('bad') or '?'}"]
     for key in ("metric", "command", "op", "mode"):
         if get(key) and (key != "mode" or get("op")):  # the pass of an op's kernels (a spec file names its own)
             words.append(option(key, f"--{key}", get(key)))
@@ -406,7 +420,7 @@ def _describe_bisect(fingerprint: JSONObject) -> str:
     for key in ("spec", "backend", "toolchain"):
         if get(key):
             words.append(option(key, f"--{key}", get(key)))
-    return " ".join(words)
+    return Worded(separated(" ", words))
 
 
 # --------------------------------------------------------------------------- the search

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ktriage.errors import KtriageError, SpecError, Worded, option, worded
+from ktriage.errors import KtriageError, SpecError, Worded, option, separated, worded
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.ranges import id_runs
 from ktriage.spec.select import select_spec_file, select_specs
@@ -88,7 +88,8 @@ def resolve_kernels(
             given.append(option("sm_count", "--sm-count", sm_count))
         if given:  # a workload is recorded, not written: "edit the spec file" cannot be its fix
             raise SpecError(
-                f"{', '.join(given)} {agree(len(given), 'does', 'do')} not apply to {what} {target}: its signature, pass and grid are "
+                separated(", ", given)
+                + f" {agree(len(given), 'does', 'do')} not apply to {what} {target}: its signature, pass and grid are "
                 + ("recorded in it" if workload else "written in the file"),
                 agree(len(given), "drop it", "drop them")
                 + (

@@ -212,9 +212,8 @@ def _stored_values(store: Store, q: HistoryQuery, stored: Mapping[SeriesKey, lis
         ),
         "gpu": worded(lambda o: f"{o('gpu', '--gpu')}: stored GPUs"),
     }
-    return "; ".join(f"{what[name]}: {', '.join(dict.fromkeys(values[name]))}" for name in missing or used) + (
-        "" if missing else " (each filter matches some cells, none of them together)"
-    )
+    listed = (what[name] + f": {', '.join(dict.fromkeys(values[name]))}" for name in missing or used)
+    return separated("; ", listed) + ("" if missing else " (each filter matches some cells, none of them together)")
 
 
 def analyze_series(
