@@ -18,7 +18,7 @@ from ktriage.compare.sides import (
     file_warnings,
     resolve_side,
 )
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, worded
 from ktriage.stats.gate import check_gate
 from ktriage.wording import plural
 
@@ -52,33 +52,53 @@ def compare(
     check_gate(threshold)
     if not 0.5 <= confidence < 1:
         raise KtriageError(
-            f"{option('confidence', '--confidence', confidence)} is outside [0.5, 1)",
-            f"give e.g. {option('confidence', '--confidence', 0.99)}",
+            worded(lambda o: f"{o('confidence', '--confidence', confidence)} is outside [0.5, 1)"),
+            worded(lambda o: f"give e.g. {o('confidence', '--confidence', 0.99)}"),
         )
     config = VerdictConfig(threshold=threshold, confidence=confidence)
     if reference is not None and not toolchains:
         raise KtriageError(
-            f"{option('reference', '--reference')} picks the reference among the toolchains of one run, but "
-            f"{option('toolchains', '--toolchains')} was not given",
-            f"add {option('toolchains', '--toolchains', True)} (kt.compare(old=RUN, toolchains=True, "
-            "reference=TOOLCHAIN); ktriage compare RUN --toolchains --reference TOOLCHAIN)",
+            worded(
+                lambda o: (
+                    f"{o('reference', '--reference')} picks the reference among the toolchains of one run, but "
+                    f"{o('toolchains', '--toolchains')} was not given"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"add {o('toolchains', '--toolchains', True)} (kt.compare(old=RUN, toolchains=True, "
+                    "reference=TOOLCHAIN); ktriage compare RUN --toolchains --reference TOOLCHAIN)"
+                )
+            ),
         )
     if toolchains:
         if new is not None:
             raise KtriageError(
-                f"{option('toolchains', '--toolchains')} compares the toolchains of ONE run, but two were given "
-                "(old and new)",
-                f"drop new (the second argument), or {option('toolchains', '--toolchains')}",
+                worded(
+                    lambda o: (
+                        f"{o('toolchains', '--toolchains')} compares the toolchains of ONE run, but two were given "
+                        "(old and new)"
+                    )
+                ),
+                worded(lambda o: f"drop new (the second argument), or {o('toolchains', '--toolchains')}"),
             )
         side = resolve_side(old, db, op=op, mode=mode)
         check_baseline(baseline, side.cells)
         tcs = run_toolchains(side.run, side.cells)
         if len(tcs) < 2:
             raise KtriageError(
-                f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; "
-                f"{option('toolchains', '--toolchains')} needs two or more",
-                f"measure with several toolchains ({option('toolchains', '-t', ['A', 'B'])} in kt.bench), or compare "
-                "two runs: kt.compare(old=A, new=B) (ktriage compare A B)",
+                worded(
+                    lambda o: (
+                        f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; "
+                        f"{o('toolchains', '--toolchains')} needs two or more"
+                    )
+                ),
+                worded(
+                    lambda o: (
+                        f"measure with several toolchains ({o('toolchains', '-t', ['A', 'B'])} in kt.bench), or compare "
+                        "two runs: kt.compare(old=A, new=B) (ktriage compare A B)"
+                    )
+                ),
             )
         return CompareReport(
             compare_toolchains(
@@ -93,7 +113,11 @@ def compare(
         )
     if new is None:
         raise KtriageError(
-            f"compare needs two runs or result files, old and new (or one run with {option('toolchains', '--toolchains', True)})",
+            worded(
+                lambda o: (
+                    f"compare needs two runs or result files, old and new (or one run with {o('toolchains', '--toolchains', True)})"
+                )
+            ),
             "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.errors import SpecError, option
+from ktriage.errors import SpecError, joined, option, separated
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.ranges import INPUTS, id_runs, range_ends, range_hint, select_range
 from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
@@ -328,7 +328,10 @@ def select_recorded_kernels(selectors: Sequence[str], kernels: Sequence[tuple[st
                 k, f = kernels[0]
                 forms = f"; give each as its id ({k}), its function ({f}) or both as the reports print them ({k}:{f})"
             near = did_you_mean(sel, [form for k, f in kernels for form in (f, f"{k}:{f}")])
-            raise SpecError(f"{where} has no kernel {sel!r}{near}", f"choose {KERNELS} from: {choices}{forms}")
+            raise SpecError(
+                f"{where} has no kernel {sel!r}{near}",
+                joined("choose ", KERNELS, f" from: {choices}{forms}"),
+            )
         picked.update(found)
     return sorted(picked)
 
@@ -367,7 +370,9 @@ def select_recorded(
         hits = _recorded_hits(sel, inputs, where)
         if not hits:
             raise SpecError(
-                f"no input of {where} matches {INPUTS} {sel!r}{did_you_mean(sel, recorded_candidates(inputs))}",
+                joined(
+                    f"no input of {where} matches ", INPUTS, f" {sel!r}{did_you_mean(sel, recorded_candidates(inputs))}"
+                ),
                 recorded_choices(inputs, report_labels=True, bundle=bundle),
             )
         chosen |= set(hits)
@@ -471,8 +476,8 @@ def recorded_short_label_match(selector: str, inputs: Sequence[RecordedInput], w
             INPUTS,
             where,
             [(kernel, f"{kernel}[{label}]") for kernel, label in named],
-            kernel_option=" or ".join(
-                option("kernels", "--kernel", [k]) for k in dict.fromkeys(inputs[n].kernel for n in hits)
+            kernel_option=separated(
+                " or ", (option("kernels", "--kernel", [k]) for k in dict.fromkeys(inputs[n].kernel for n in hits))
             ),
         )
     return hits

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, option, spelled, worded
 from ktriage.wording import plus_minus
 
 NOISE_FLOOR = 0.01  # a gate below the GPU's run-to-run spread (about 1 %) only flags noise
@@ -55,9 +55,15 @@ def check_gate(
     elif flag_percent:
         given, example = f"threshold={shown} (--threshold {threshold * 100:g})", f"{_triage(0.1)} for a 10% gate"
     else:
-        given, example = option("threshold", "--threshold", threshold), f"{_gate(0.05)} for a 5% gate"
+        given, example = (
+            option("threshold", "--threshold", threshold),
+            worded(lambda o: f"{spelled(_gate(0.05), o)} for a 5% gate"),
+        )
     if not math.isfinite(threshold) or threshold < 0 or (threshold == 0 and not allow_zero):
-        raise KtriageError(f"{given} is not a gate", f"give a positive size of change, e.g. {example}")
+        raise KtriageError(
+            worded(lambda o: f"{spelled(given, o)} is not a gate"),
+            worded(lambda o: f"give a positive size of change, e.g. {spelled(example, o)}"),
+        )
     if threshold >= 1:
         if percent:
             raise KtriageError(
@@ -67,7 +73,8 @@ def check_gate(
         meant = _triage(threshold / 100) if flag_percent else _gate(threshold / 100)
         named = f"threshold={shown}" if flag_percent else given
         raise KtriageError(
-            f"{named} is a fraction here: a {gate_percent(threshold)} gate", f"for a {shown}% gate pass {meant}"
+            f"{named} is a fraction here: a {gate_percent(threshold)} gate",
+            worded(lambda o: f"for a {shown}% gate pass {spelled(meant, o)}"),
         )
     if percent and 0 < threshold < NOISE_FLOOR:
         raise KtriageError(
@@ -76,7 +83,7 @@ def check_gate(
         )
 
 
-def _gate(fraction: float) -> str:
+def _gate(fraction: float) -> Worded:
     """A gate as the library and the command both take it (the same fraction)."""
     return option("threshold", "--threshold", fraction)
 

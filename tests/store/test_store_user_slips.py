@@ -81,7 +81,7 @@ def test_three_slashes_before_an_absolute_path_are_refused_with_four(
         result = run_cli([*argv, "--db", slipped])
         assert result.exit_code == exit_codes.USAGE, result.output
         assert f"{slipped} is a path relative to the current folder" in result.err_text
-        assert f"four slashes: db='sqlite:///{store_dir}/k.db' (--db sqlite:///{store_dir}/k.db)" in result.err_text
+        assert f"four slashes: --db sqlite:///{store_dir}/k.db" in result.err_text
     assert list(here.iterdir()) == [] and list(store_dir.iterdir()) == []  # nothing created anywhere
     done = run_cli(["runs", "import", str(path), "--db", f"sqlite:///{store_dir}/k.db"])  # the fix works
     assert done.exit_code == exit_codes.OK, done.output

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage import progress
-from ktriage.errors import FormatError, KtriageError, SpecError, option
+from ktriage.errors import FormatError, KtriageError, SpecError, spelled, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import KERNELS, RecordedInput, select_recorded, select_recorded_kernels
@@ -126,12 +126,16 @@ def select_kernels(
         if not out:
             raise SpecError(
                 "the chosen kernels have no recorded input",
-                f"choose {KERNELS} among the kernels with inputs that kt.workload_show(path='W.json') "
-                "(`ktriage workload show W.json`) lists",
+                worded(
+                    lambda o: (
+                        f"choose {spelled(KERNELS, o)} among the kernels with inputs that kt.workload_show(path='W.json') "
+                        "(`ktriage workload show W.json`) lists"
+                    )
+                ),
             )
         return out
     recorded = [RecordedInput(k.id, k.function, i.id, i.label, short_label(i.args, i.spec.signature)) for k, i in pairs]
-    where = "the workload" + (f"'s {option('kernels', '--kernel', list(kernels))}" if kernels else "")
+    where = "the workload" + (worded(lambda o: f"'s {o('kernels', '--kernel', list(kernels))}") if kernels else "")
     named = {(pairs[n][0].id, pairs[n][1].id) for n in select_recorded(inputs, recorded, where)}
     out = [(k, [i.id for i in k.inputs if (k.id, i.id) in named]) for k in chosen]
     return [(k, ids) for k, ids in out if ids]
@@ -181,7 +185,11 @@ def build_recorded_bundle(
     if not toolchains:
         raise SpecError(
             "no toolchain given for the bundle",
-            f"pass the toolchains to compare, e.g. {option('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}",
+            worded(
+                lambda o: (
+                    f"pass the toolchains to compare, e.g. {o('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}"
+                )
+            ),
         )
     pairs = workload_entries(workload, kernels, inputs)
     specs: dict[str, KernelSpec] = {}
