@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktriage.errors import Worded, spelled, worded
 from ktriage.profile.ncu import Launch, parse_raw_csv
 from ktriage.profile.target import TARGET_ERROR
 
 if TYPE_CHECKING:
-    from ktriage.errors import Worded, spelled, worded
     from ktriage.profile.diff import ProfileReport
 
 SECTIONS = (
@@ -261,7 +261,7 @@ def select_input(bundle: Any, selector: str) -> int:
     A recorded bundle's: an entry's number ("3", as ``--input-id`` and the bundle's ``inputs[].id``), else
     what ``bench --bundle -i`` takes (:func:`_recorded_entry`). Profile runs ncu on one input, so a selector
     that matches several is refused with their ids rather than silently taking the first."""
-    from ktriage.errors import KtriageError, worded
+    from ktriage.errors import KtriageError
     from ktriage.ops.inputs import InputCase, select_inputs
     from ktriage.workload.recorded.bundle import is_recorded_bundle
 
@@ -329,7 +329,6 @@ def _entry_fix(shown: Sequence[Any], entries: Sequence[Any]) -> str:
     if not entries:
         return "the bundle has no entry: build it again with at least one recorded input"
     first = entries[0]
-    from ktriage.errors import worded
 
     forms: list[str] = [
         worded(
