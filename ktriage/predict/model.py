@@ -123,6 +123,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 _CATEGORY_OF = {op: cat for cat, ops in CATEGORIES.items() for op in ops}
 ALL_CATEGORIES = tuple(CATEGORIES) + ("alu",)
+# the categories of arithmetic and control: a loop of these only loads, stores and waits on nothing
+_ARITHMETIC = frozenset({"alu", "sfu", "fp64"})
 # Issue cycles of one warp instruction on its scheduler (fixed facts, not fitted): an SM sub-partition
 # issues one instruction a cycle; MUFU runs at a quarter of the ALU rate, fp64 at half on sm_90 (a
 # small fraction on consumer parts: the per-arch refinement is left to the fit's lambda terms),
@@ -344,6 +346,12 @@ class Profile:
     conflict_lds: float = 1.0
     conflict_sts: float = 1.0
     banks_read: bool = False
+    # the innermost loops of arithmetic and control only (no memory, barrier or tensor-core instruction),
+    # per category, already counted in ``loop``: their trip count does not follow the data the kernel
+    # streams (``arithmetic_loop_unrolled_elsewhere``)
+    arithmetic_loop: dict[str, float] = field(default_factory=dict)
+    arithmetic_loops: int = 0  # how many innermost loops ``arithmetic_loop`` sums
+    innermost_loops: int = 0
 
 
 def load_rounds(f: KernelFacts) -> float:
@@ -368,6 +376,39 @@ def _load_bytes(p: Profile) -> tuple[float, float]:
     return p.rest["ldg"] * w, p.loop["ldg"] * w
 
 
+def arithmetic_loop_unrolled_elsewhere(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
+    """The pair with an arithmetic-only loop priced by what the other kernel shows of it, where one kernel
+    has such a loop and the other none: the other's assembler unrolled it fully, so its straight-line
+    code holds every iteration, and the loop runs as often as that code is longer than the loop kernel's
+    own straight-line code. Every innermost loop is otherwise priced at the trip count of
+    the data the kernel streams; a loop that loads nothing does not stream it. Seen in inductor's
+    cross-entropy backward: a one-hot sum over the vocabulary, 25 iterations, fully unrolled by one ptxas
+    (+600 straight-line instructions) and unrolled 12x into a 331-instruction loop by another, was priced
+    as 25 x 331 more instructions (0.26x predicted where both measured the same). Not where the other
+    kernel keeps as many loops (fla's kkt solve: its loops gained a shared-memory access), nor where its
+    straight-line code is not one iteration longer."""
+    ra, na = sum(ref.arithmetic_loop.values()), sum(new.arithmetic_loop.values())
+    if (ra > 0) == (na > 0):
+        return ref, new
+    looped, other = (ref, new) if ra > 0 else (new, ref)
+    body = ra if ra > 0 else na
+    grown = sum(other.rest.values()) - sum(looped.rest.values())
+    # unrolled, not rewritten: the other kernel lacks as many innermost loops, and its straight-line code
+    # holds at least one iteration's worth more (a loop that gained a shared-memory access is still a loop)
+    if other.innermost_loops > looped.innermost_loops - looped.arithmetic_loops or grown < body:
+        return ref, new
+    trips = grown / body
+    moved = replace(
+        looped,
+        rest={c: looped.rest[c] + trips * looped.arithmetic_loop.get(c, 0.0) for c in ALL_CATEGORIES},
+        loop={c: looped.loop[c] - looped.arithmetic_loop.get(c, 0.0) for c in ALL_CATEGORIES},
+        arithmetic_loop={},
+        arithmetic_loops=0,
+        innermost_loops=looped.innermost_loops - looped.arithmetic_loops,
+    )
+    return (moved, new) if ra > 0 else (ref, moved)
+
+
 def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
     """The pair with one anchor for the trip counts: the kernel without a loop that loads, if one of
     them has none (its loads are the whole work, exactly), else the reference. The other kernel's
@@ -375,6 +416,7 @@ def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
     runs half as often (less than once, where its static loads exceed one pass of the anchor's: the
     extra copies are predicated off), and a loop against a fully unrolled kernel runs as many times as it
     needs."""
+    ref, new = arithmetic_loop_unrolled_elsewhere(ref, new)
     r_rest, r_loop = _load_bytes(ref)
     n_rest, n_loop = _load_bytes(new)
     rest, loop, warps, passes = (
@@ -416,6 +458,13 @@ def profile(f: KernelFacts) -> Profile:
                 loop["bar"] += n * (1.0 - waits / warpgroup_ops)
             else:
                 loop[_CATEGORY_OF.get(op, "alu")] += n
+    arithmetic: dict[str, float] = {}
+    innermost = [x for x in loops if x.innermost]
+    arithmetic_bodies = [x for x in innermost if all(_CATEGORY_OF.get(op, "alu") in _ARITHMETIC for op in x.opcodes)]
+    for body in arithmetic_bodies:
+        for op, n in body.opcodes.items():
+            cat = _CATEGORY_OF.get(op, "alu")
+            arithmetic[cat] = arithmetic.get(cat, 0.0) + n
     rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
     return Profile(
         rest,
@@ -436,6 +485,9 @@ def profile(f: KernelFacts) -> Profile:
         conflict_lds=f.shared_wavefronts.get("LDS", 1.0),
         conflict_sts=f.shared_wavefronts.get("STS", 1.0),
         banks_read=bool(f.shared_wavefronts) and not f.shared_wavefronts.get("unrated", 0.0),
+        arithmetic_loop=arithmetic,
+        arithmetic_loops=len(arithmetic_bodies),
+        innermost_loops=len(innermost),
     )
 
 

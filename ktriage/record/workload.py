@@ -440,6 +440,7 @@ def _inductor_spec(
         if isinstance(index, int) and index < len(names) and signature[names[index]] != "constexpr":
             divisible.append(names[index])
     options = spec_options({k: config.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")})
+    grid = launch.get("grid")
     return KernelSpec(
         name=str(rec.get("function")),
         source=source,
@@ -448,6 +449,8 @@ def _inductor_spec(
         constexprs=constexprs,
         divisible_by_16=tuple(divisible),
         target=target,
+        # the grid inductor's launcher computed: the cost model's CTA count (waves, the data a CTA streams)
+        grid=tuple(grid) if grid else None,
         **options,
     ).validate()
 
@@ -642,10 +645,19 @@ def _with_path(workload: Workload, path: Path) -> Workload:
     return workload
 
 
-def with_launch_facts(spec: KernelSpec, args: Sequence[Any], autotune_configs: Any) -> KernelSpec:
+def with_launch_facts(
+    spec: KernelSpec, args: Sequence[Any], autotune_configs: Any, grid: Sequence[int] | None = None
+) -> KernelSpec:
     """``spec`` with what tune's models read from ``meta`` (never part of the spec's key): the
     launch's integer scalars as its ``shape`` (a matmul's M, N, K: the tile model's problem size), and
-    the kernel's ``@triton.autotune`` config list (the space ``ktriage tune`` searches first)."""
+    the kernel's ``@triton.autotune`` config list (the space ``ktriage tune`` searches first).
+
+    ``grid``: the input's recorded grid, given to a spec that has none. Workloads recorded before
+    inductor's specs carried their launcher's grid have it on the input only; without it explain
+    priced those kernels with the fitted trip count, while the calibration (which reads the bench
+    run's grid) priced them with the data each CTA streams, so the two disagreed on one cell."""
+    if spec.grid is None and grid:
+        spec = spec.replace(grid=tuple(int(g) for g in grid))
     meta = dict(spec.meta)
     if "shape" not in meta:
         shape = {
@@ -700,7 +712,9 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
                 dict(i["options"]),
                 i.get("grid"),
                 int(i["count"]),
-                with_launch_facts(_source_checked(i["spec"], notes), list(i["args"]), k.get("autotune_configs")),
+                with_launch_facts(
+                    _source_checked(i["spec"], notes), list(i["args"]), k.get("autotune_configs"), i.get("grid")
+                ),
                 i.get("autotune_choice"),
                 dict(i.get("heuristics") or {}),
                 i.get("jit_check"),

@@ -10,6 +10,7 @@ A real torch.compile run (StaticallyLaunchedCudaKernel included) needs the GPU h
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,9 @@ def test_an_inductor_kernel_is_recorded_through_the_fake_driver(
     assert kernel.autotune_configs == [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1, "num_ctas": 1}]
     # the grid inductor's launcher computes (its Grid1D expression, xnumel / XBLOCK): a replay needs it
     assert [i.grid for i in kernel.inputs] == [[4096 // 256, 1, 1], [8192 // 256, 1, 1]]
+    # and on each input's spec, as written (explain's cost model reads the spec's grid: the CTAs, the waves)
+    written = json.loads(out.read_text())["kernels"][0]["inputs"]
+    assert [i["spec"]["grid"] for i in written] == [[4096 // 256, 1, 1], [8192 // 256, 1, 1]]
     files = workload.snapshots[kernel.snapshot]["files"]
     assert MODULE.read_text() in files.values()  # the generated module's text, by a portable name
     # its @triton.jit helpers' module is carried, the host-side modules it imports are stubs

@@ -215,3 +215,13 @@ def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["record", "-o", str(tmp_path / "W.json"), "--", str(tmp_path / "no-such-program")]) == 2
     err = capsys.readouterr().err
     assert "not found" in err and "Traceback" not in err
+
+
+def test_an_inductor_input_recorded_without_its_grid_on_the_spec_gets_it_on_load() -> None:
+    """Workloads recorded before inductor's specs carried the launcher's grid (the corpus's, committed)
+    have it on the input only: explain then priced the kernel without its CTAs, the calibration with them."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks/corpus/ind/workloads/ind_cross_entropy.workload.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    assert all(i["spec"]["grid"] is None and i["grid"] for k in raw["kernels"] for i in k["inputs"])
+    inputs = [i for k in load_workload(path).kernels for i in k.inputs]
+    assert inputs and all(i.spec.grid == tuple(i.grid or ()) for i in inputs)
