@@ -25,7 +25,8 @@ from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.bench.plan import BenchPlan, native_variants
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option, separated, spelled, worded
+from ktriage.errors import KtriageError, Worded, joined, option, run_as, separated, spelled, worded
+from ktriage.errors import flag as flag_spelling
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -478,20 +479,19 @@ def refuse_compiling_options(jobs: int | None, compile_timeout: float, *, why: s
     ``example``: the compiling run they belong to). ``$KTRIAGE_COMPILE_TIMEOUT`` is no request to one run:
     the command passes the default when the flag did not come from its command line."""
     given = [
-        (flag, keyword)
-        for flag, keyword, on in (
-            (f"-j/--jobs {jobs}", "jobs", jobs is not None),
-            (f"--compile-timeout {compile_timeout:g}", "compile_timeout", compile_timeout != DEFAULT_COMPILE_TIMEOUT_S),
+        (flag, keyword, value)
+        for flag, keyword, value, on in (
+            ("-j/--jobs", "jobs", jobs, jobs is not None),
+            ("--compile-timeout", "compile_timeout", compile_timeout, compile_timeout != DEFAULT_COMPILE_TIMEOUT_S),
         )
         if on
     ]
     if given:
-        flags, keywords = ", ".join(f for f, _ in given), ", ".join(k for _, k in given)
         them = agree(len(given), "it", "them")
         raise KtriageError(
-            f"{flags} ({keywords}): nothing is compiled {why}",
+            joined(separated(", ", (option(k, f, v) for f, k, v in given)), f": nothing is compiled {why}"),
             f"drop {them}, and give {them} to the run that compiles the bundle: {example} "
-            + " ".join(f.removeprefix("-j/") for f, _ in given),
+            + " ".join(flag_spelling(k, f.removeprefix("-j/"), v) for f, k, v in given),
         )
 
 
@@ -500,9 +500,18 @@ def refuse_nothing_to_compile(example: str) -> None:
     exited 0 without a word; with a bundle it said 'no bundle at DIR'). Why here and not in the command:
     a library call is the same request, and returned a report that looked like a finished compile."""
     raise KtriageError(
-        "--compile-only (compile_only) with no -t/--toolchain (toolchains): nothing to compile",
-        f"name the toolchains: {example} (toolchains=[...] in the library); a bundle built elsewhere is "
-        "measured without --compile-only: ktriage bench --bundle DIR",
+        worded(
+            lambda o: (
+                f"{o('compile_only', '--compile-only', True)} with no {o('toolchains', '-t/--toolchain')}: "
+                "nothing to compile"
+            )
+        ),
+        Worded(
+            f"name the toolchains: toolchains=[...] ({example}); a bundle built elsewhere is measured without "
+            "compile_only=True (--compile-only): kt.bench(bundle='DIR') (`ktriage bench --bundle DIR`)",
+            f"name the toolchains: {example}; a bundle built elsewhere is measured without --compile-only: "
+            "ktriage bench --bundle DIR",
+        ),
     )
 
 
@@ -516,7 +525,7 @@ def require_torch() -> None:
             "measuring needs torch and an NVIDIA GPU on this machine",
             worded(
                 lambda o: (
-                    f"measure on the GPU machine ({_MEASURE_BUNDLE} there measures a bundle); with "
+                    f"measure on the GPU machine ({spelled(_MEASURE_BUNDLE, o)} there measures a bundle); with "
                     f"{o('toolchains', '-t')}, {spelled(_COMPILE_HERE, o)} to build the bundle here"
                 )
             ),
@@ -528,10 +537,10 @@ def require_torch() -> None:
 _COMPILE_HERE = worded(
     lambda o: f"add {o('compile_only', '--compile-only', True)} and {o('bundle', '--bundle', 'DIR')}"
 )
-_MEASURE_BUNDLE = "kt.bench(bundle='DIR') (`ktriage bench --bundle DIR`)"
+_MEASURE_BUNDLE = run_as("kt.bench(bundle='DIR')", "ktriage bench --bundle DIR")
 COMPILE_THEN_MEASURE_FIX = worded(
     lambda o: (
-        f"{spelled(_COMPILE_HERE, o)} to compile here (no GPU needed), then measure the bundle on the GPU machine: {_MEASURE_BUNDLE}"
+        f"{spelled(_COMPILE_HERE, o)} to compile here (no GPU needed), then measure the bundle on the GPU machine: {spelled(_MEASURE_BUNDLE, o)}"
     )
 )
 

@@ -28,7 +28,7 @@ from ktriage.api._bench import (
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option, spelled, worded
+from ktriage.errors import KtriageError, joined, option, run_as, spelled, worded
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -357,11 +357,15 @@ def require_workload_path(workload: str) -> None:
                     f"{workload} is an operator, not a recorded workload: bench takes an operator as {o('op', '--op')}"
                 )
             ),
-            f"kt.bench(op={operator.name!r}, ...) (ktriage bench --op {operator.name} ...)",
+            run_as(f"kt.bench(op={operator.name!r}, ...)", f"ktriage bench --op {operator.name} ..."),
         )
     refuse_trace_name(workload)
     raise KtriageError(
         f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
-        "give W.json written by kt.record(command=..., output='W.json') (`ktriage record -o W.json -- COMMAND`), "
-        "or bench an op with kt.bench(op=...) (`ktriage bench --op OP`)",
+        joined(
+            "give W.json written by ",
+            run_as("kt.record(command=..., output='W.json')", "ktriage record -o W.json -- COMMAND"),
+            ", or bench an op with ",
+            run_as("kt.bench(op=...)", "ktriage bench --op OP"),
+        ),
     )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.brief import brief
-from ktriage.errors import FormatError, KtriageError, option, spelled, worded
+from ktriage.errors import FormatError, KtriageError, Worded, joined, option, spelled, worded
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling, held_out_groups
 from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.stats.gate import check_gate, gate_band
@@ -320,9 +320,10 @@ class _Sources:
 
 # How an explain report for calibrate is written, both ways: a Python caller of kt.calibrate was told
 # only the command, and the library writes the same JSON (ExplainReport.json_text).
-_WRITE_EXPLAIN_REPORT = (
+_WRITE_EXPLAIN_REPORT = Worded(
     "Path('E.json').write_text(kt.explain(target=..., toolchains=[...]).json_text()) in Python, "
-    "or `ktriage explain TARGET -t ... --format json -o E.json`"
+    "or `ktriage explain TARGET -t ... --format json -o E.json`",
+    "`ktriage explain TARGET -t ... --format json -o E.json`",
 )
 
 
@@ -340,10 +341,10 @@ def _explain_report(path: Path) -> dict[str, object]:
     from ktriage.predict.dataset import CALIBRATION_CELL, EXPLAIN_REPORT, RESULTS_FILE, document_kind, first_line_kind
     from ktriage.schema.core import check_depth, parse_json, read_text_gz, size_limit
 
-    wanted = f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}"
+    wanted = "pass the JSON explain report, written with " + _WRITE_EXPLAIN_REPORT
     try:
         text = read_text_gz(
-            path, what="explain report", limit=size_limit(MAX_EXPLAIN_MB), fix=f"write it with {_WRITE_EXPLAIN_REPORT}"
+            path, what="explain report", limit=size_limit(MAX_EXPLAIN_MB), fix="write it with " + _WRITE_EXPLAIN_REPORT
         )
         try:
             data = parse_json(text, origin=f"explain report {path}", fix=wanted)
@@ -357,7 +358,7 @@ def _explain_report(path: Path) -> dict[str, object]:
             raise
         # the reader's own fix (raise the size limit, save as UTF-8, check the file) may not be the way on: this
         # may be the wrong file, so the fix also says which file calibrate reads and how to write one
-        raise FormatError(exc.problem, f"{exc.fix}; or {wanted}") from None
+        raise FormatError(exc.problem, joined(exc.fix or "", "; or ", wanted)) from None
     kind = document_kind(data)
     if kind == EXPLAIN_REPORT:
         assert isinstance(data, dict)  # document_kind tells only JSON objects
@@ -371,7 +372,7 @@ def _explain_report(path: Path) -> dict[str, object]:
             worded(
                 lambda o: (
                     f"pass it as {o('results', '--results')}, and as {o('explain', '--explain')} the JSON explain "
-                    f"report of the same kernels and toolchains, written with {_WRITE_EXPLAIN_REPORT}"
+                    f"report of the same kernels and toolchains, written with {spelled(_WRITE_EXPLAIN_REPORT, o)}"
                 )
             ),
         )
@@ -413,8 +414,8 @@ def _cells_not_report(path: Path) -> FormatError:
         f"{path} is a calibration dataset (cells.jsonl: one calibration cell a line), not an explain report",
         worded(
             lambda o: (
-                f"pass it as {o('from_cells', '--from', str(path))}; --explain takes the JSON explain report of a "
-                f"results file's kernels, written with {_WRITE_EXPLAIN_REPORT}"
+                f"pass it as {o('from_cells', '--from', str(path))}; {o('explain', '--explain')} takes the JSON explain "
+                f"report of a results file's kernels, written with {spelled(_WRITE_EXPLAIN_REPORT, o)}"
             )
         ),
     )
@@ -446,5 +447,5 @@ def _check_layout(path: Path, data: dict[str, object]) -> None:
         return
     raise FormatError(
         f"explain report {path} is not laid out as ktriage explain writes it: {bad}",
-        f"write it again (not by hand) with {_WRITE_EXPLAIN_REPORT}",
+        "write it again (not by hand) with " + _WRITE_EXPLAIN_REPORT,
     )

@@ -19,7 +19,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option, spelled, worded
+from ktriage.errors import KtriageError, Worded, joined, option, spelled, worded
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
@@ -164,7 +164,7 @@ def tune(
     if blocks is not None:
         if not isinstance(blocks, Mapping):
             raise KtriageError(
-                f"blocks (--block) is a {type(blocks).__name__}, not a mapping",
+                joined(option("blocks", "--block"), f" is a {type(blocks).__name__}, not a mapping"),
                 "pass e.g. blocks={'BLOCK_SIZE': [8192]}",
             )
         knobs = {
@@ -174,8 +174,14 @@ def tune(
         for k, v in knobs.items():  # an empty knob screened no config: "no config stays within 0 spill store bytes"
             if not k.strip() or not v:
                 raise KtriageError(
-                    f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
-                    "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
+                    joined(
+                        option("blocks", "--block"),
+                        f" {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
+                    ),
+                    Worded(
+                        "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
+                        "pass e.g. --block BLOCK_SIZE=8192,16384",
+                    ),
                 )
     screen_only, results_option = option("compile_only", "--compile-only"), option("results_file", "--results")
     if compile_only and results_file is not None:  # the timing step reads it, and compile_only skips that step

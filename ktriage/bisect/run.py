@@ -46,7 +46,7 @@ from ktriage.bisect.sources import (
 )
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import KtriageError, joined, option, separated, spelled, worded
+from ktriage.errors import KtriageError, joined, option, run_as, separated, spelled, worded
 from ktriage.execute.base import Executor, remote_label
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
@@ -246,9 +246,15 @@ def check_options(opts: BisectOptions) -> Source:
             worded(lambda o: f"{o('metric', '--metric', 'latency')} measures on the GPU from a compile-here bundle"),
             worded(
                 lambda o: (
-                    "build one for the candidate toolchains with kt.bench(op=..., toolchains=[...], compile_only=True, "
-                    "bundle='DIR') (`ktriage bench --compile-only --bundle DIR -t ...`) and pass "
-                    f"{o('bundle', '--bundle', 'DIR')} with {o('backend', '--backend', 'NAME')}"
+                    "build one for the candidate toolchains with "
+                    + spelled(
+                        run_as(
+                            "kt.bench(op=..., toolchains=[...], compile_only=True, bundle='DIR')",
+                            "ktriage bench --compile-only --bundle DIR -t ...",
+                        ),
+                        o,
+                    )
+                    + f" and pass {o('bundle', '--bundle', 'DIR')} with {o('backend', '--backend', 'NAME')}"
                 )
             ),
         )

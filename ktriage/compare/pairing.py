@@ -20,7 +20,7 @@ import numpy as np
 
 from ktriage.brief import brief
 from ktriage.compare.not_compared import NotComparedCell, not_compared_json
-from ktriage.errors import KtriageError, spelled, worded
+from ktriage.errors import KtriageError, Worded, run_as, spelled, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
 from ktriage.order import natural_key
@@ -820,11 +820,13 @@ def compare_toolchains(
 # How the two sides get the same inputs, for both benches that write results files and for TritonBench.
 # Why spelled out: the inputs were chosen by the runs measured earlier, with their own keywords and flags
 # (kt.bench's inputs/input_id/num_inputs, kt.bench_recorded's inputs), not by an option of compare.
+_BENCH_OP = Worded("kt.bench, `ktriage bench --op OP`", "`ktriage bench --op OP`")
+_BENCH_RECORDED = Worded("kt.bench_recorded, `ktriage bench W.json`", "`ktriage bench W.json`")
 SAME_INPUTS = worded(
     lambda o: (
         f"bench them with the same {o('inputs', '--input')}, or the same {o('input_id', '--input-id')} "
-        f"and {o('num_inputs', '--num-inputs')} (kt.bench, `ktriage bench --op OP`); a recorded workload with the "
-        f"same {o('inputs', '--input')} (kt.bench_recorded, `ktriage bench W.json`); TritonBench with the same x_vals"
+        f"and {o('num_inputs', '--num-inputs')} ({spelled(_BENCH_OP, o)}); a recorded workload with the "
+        f"same {o('inputs', '--input')} ({spelled(_BENCH_RECORDED, o)}); TritonBench with the same x_vals"
     )
 )
 
@@ -866,8 +868,8 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
                 f"{listed(new_backends)}; nothing can be compared",
                 worded(
                     lambda o: (
-                        f"measure both sides with the same backends: the same {o('only', '--only')} in kt.bench "
-                        "(`ktriage bench --op`)"
+                        f"measure both sides with the same backends: the same {o('only', '--only')} in "
+                        f"{spelled(run_as('kt.bench', 'ktriage bench --op'), o)}"
                     )
                 ),
             )

@@ -18,7 +18,7 @@ from ktriage.compare.sides import (
     file_warnings,
     resolve_side,
 )
-from ktriage.errors import KtriageError, worded
+from ktriage.errors import KtriageError, joined, run_as, spelled, worded
 from ktriage.stats.gate import check_gate
 from ktriage.wording import plural
 
@@ -66,8 +66,14 @@ def compare(
             ),
             worded(
                 lambda o: (
-                    f"add {o('toolchains', '--toolchains', True)} (kt.compare(old=RUN, toolchains=True, "
-                    "reference=TOOLCHAIN); ktriage compare RUN --toolchains --reference TOOLCHAIN)"
+                    f"add {o('toolchains', '--toolchains', True)}: "
+                    + spelled(
+                        run_as(
+                            "kt.compare(old=RUN, toolchains=True, reference=TOOLCHAIN)",
+                            "ktriage compare RUN --toolchains --reference TOOLCHAIN",
+                        ),
+                        o,
+                    )
                 )
             ),
         )
@@ -95,8 +101,9 @@ def compare(
                 ),
                 worded(
                     lambda o: (
-                        f"measure with several toolchains ({o('toolchains', '-t', ['A', 'B'])} in kt.bench), or compare "
-                        "two runs: kt.compare(old=A, new=B) (ktriage compare A B)"
+                        f"measure with several toolchains ({o('toolchains', '-t', ['A', 'B'])} in "
+                        f"{spelled(run_as('kt.bench', 'ktriage bench'), o)}), or compare two runs: "
+                        f"{spelled(run_as('kt.compare(old=A, new=B)', 'ktriage compare A B'), o)}"
                     )
                 ),
             )
@@ -118,7 +125,7 @@ def compare(
                     f"compare needs two runs or result files, old and new (or one run with {o('toolchains', '--toolchains', True)})"
                 )
             ),
-            "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
+            joined("e.g. ", run_as("kt.compare(old='old.json', new='new.json')", "ktriage compare old.json new.json")),
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
     shown = old.label if isinstance(old, LoadedSide) else str(old)  # a loaded side's repr is its every cell
@@ -127,11 +134,18 @@ def compare(
         a,
         b,
         (shown, new.label if isinstance(new, LoadedSide) else new),
-        f"give two different runs, or compare the toolchains inside this one: kt.compare(old={shown!r}, "
-        f"toolchains=True) (ktriage compare {shown} --toolchains)"
+        joined(
+            "give two different runs, or compare the toolchains inside this one: ",
+            run_as(f"kt.compare(old={shown!r}, toolchains=True)", f"ktriage compare {shown} --toolchains"),
+        )
         if timed >= 2
-        else f"give two different runs (e.g. the old and the new toolchain's TritonBench files); this one timed "
-        f"{plural(timed, 'toolchain')}, so there is none inside it to compare with --toolchains",
+        else worded(
+            lambda o: (
+                "give two different runs (e.g. the old and the new toolchain's TritonBench files); this one "
+                f"timed {plural(timed, 'toolchain')}, so there is none inside it to compare with "
+                f"{o('toolchains', '--toolchains', True)}"
+            )
+        ),
     )
     check_baseline(baseline, a.cells, b.cells)
     warning = check_precision(a, b, allow=allow_precision_mismatch)

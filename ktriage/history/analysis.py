@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError, option, separated, spelled, worded
+from ktriage.errors import KtriageError, Worded, option, separated, spelled, worded
 from ktriage.stats.changepoints import (
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_SEGMENT,
@@ -170,8 +170,11 @@ def _nothing_found(store: Store, q: HistoryQuery) -> KtriageError:
             f"the store {store.url} has no cell of op {q.op!r}",
             f"ops in the store: {', '.join(ops)}"
             if ops
-            else "the store has no runs yet: kt.bench(...) or kt.runs_import(path=...) (`ktriage bench` or "
-            "`ktriage runs import`)",
+            else Worded(
+                "the store has no runs yet: kt.bench(...) or kt.runs_import(path=...) (`ktriage bench` or "
+                "`ktriage runs import`)",
+                "the store has no runs yet: `ktriage bench` or `ktriage runs import`",
+            ),
         )
     cells = known_cells(store, q.op)
     listed = ", ".join(f"{b} ({m})" for b, m in cells)

@@ -188,9 +188,11 @@ def _refuse_other_document(path: Path, text: str) -> None:
         return
     kind = document_kind(data)
     if kind == EXPLAIN_REPORT:
-        fix = "pass it as explain= (--explain), one per results= (--results)"
+        fix = worded(lambda o: f"pass it as {o('explain', '--explain')}, one per {o('results', '--results')}")
     elif kind == RESULTS_FILE:
-        fix = "pass it as results= (--results) with its explain report as explain= (--explain)"
+        fix = worded(
+            lambda o: f"pass it as {o('results', '--results')} with its explain report as {o('explain', '--explain')}"
+        )
     else:
         return
     raise FormatError(f"{path} is {kind}, not a calibration dataset (cells.jsonl, one cell per line)", fix)

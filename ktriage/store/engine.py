@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
-from ktriage.errors import StoreError, Worded, spelled, worded
+from ktriage.errors import StoreError, Worded, joined, option, spelled, worded
 from ktriage.home import home_path
 from ktriage.store import jsoncodec
 from ktriage.store.fixes import DB, EXAMPLE_URL, MADE_BY
@@ -64,7 +64,7 @@ def check_db(url: object) -> str | None:
     'strip'``. The one check of the verbs' ``db`` keyword (``api/_args.db``) and of :func:`store_url`."""
     if isinstance(url, os.PathLike):
         raise StoreError(
-            f"db (--db) is a path ({type(url).__name__}: {str(url)!r}), not a database URL",
+            joined(option("db", "--db"), f" is a path ({type(url).__name__}: {str(url)!r}), not a database URL"),
             f"give the SQLite file as a URL string: db='sqlite:///{Path(url).expanduser().absolute()}' "
             "(or a PostgreSQL URL, postgresql+psycopg://user@host/db)",
         )

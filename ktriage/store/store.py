@@ -507,8 +507,14 @@ class Store:
                     f"run {run.run_id} is already in the store {self.url}",
                     worded(
                         lambda o: (
-                            f"nothing was imported; to replace it, delete it first (kt.runs_delete(run={run.run_id!r}, db=...), "
-                            f"or `ktriage runs delete {run.run_id}` with the same --db), or import into another store ({spelled(DB, o)})"
+                            "nothing was imported; to replace it, delete it first ("
+                            + spelled(
+                                run_as(
+                                    f"kt.runs_delete(run={run.run_id!r}, db=...)", f"ktriage runs delete {run.run_id}"
+                                ),
+                                o,
+                            )
+                            + f" with the same {spelled(DB, o)}), or import into another store ({spelled(DB, o)})"
                         )
                     ),
                 ) from exc

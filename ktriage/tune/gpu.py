@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import SpecError, worded
+from ktriage.errors import SpecError, joined, run_as, worded
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
@@ -186,8 +186,10 @@ def _recorded_tune_bundle(
     if workload is None:
         raise SpecError(
             f"{spec.name} is a recorded kernel, but the workload file it came from is not known here",
-            "tune it with the workload file as the target: kt.tune(target='W.json', inputs=[...]) "
-            "(`ktriage tune W.json --input ...`)",
+            joined(
+                "tune it with the workload file as the target: ",
+                run_as("kt.tune(target='W.json', inputs=[...])", "ktriage tune W.json --input ..."),
+            ),
         )
     kernel, input_id = str(spec.meta.get("workload_kernel")), int(spec.meta.get("input_id", 0))
     tc = result.toolchain

@@ -15,13 +15,14 @@ number is the cells' ``input_id``, so the labels of different kernels never coll
 from __future__ import annotations
 
 import datetime as _dt
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage import progress
-from ktriage.errors import FormatError, KtriageError, SpecError, spelled, worded
+from ktriage.errors import FormatError, KtriageError, SpecError, joined, run_as, spelled, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import KERNELS, RecordedInput, select_recorded, select_recorded_kernels
@@ -108,6 +109,10 @@ def workload_name(path: Path | str) -> str:
     return name or "workload"
 
 
+# The step that lists a workload's kernels and inputs, as each reader runs it (errors.run_as).
+_WORKLOAD_SHOW = run_as("kt.workload_show(path='W.json')", "ktriage workload show W.json")
+
+
 def select_kernels(
     workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None
 ) -> list[tuple[Kernel, list[int]]]:
@@ -128,8 +133,8 @@ def select_kernels(
                 "the chosen kernels have no recorded input",
                 worded(
                     lambda o: (
-                        f"choose {spelled(KERNELS, o)} among the kernels with inputs that kt.workload_show(path='W.json') "
-                        "(`ktriage workload show W.json`) lists"
+                        f"choose {spelled(KERNELS, o)} among the kernels with inputs that "
+                        f"{spelled(_WORKLOAD_SHOW, o)} lists"
                     )
                 ),
             )
@@ -347,16 +352,26 @@ def recorded_view(bundle: Bundle) -> RecordedBundle:
     if not is_recorded_bundle(bundle):
         raise FormatError(
             f"bundle {bundle.path} holds the op {bundle.op} ({bundle.mode}), not a recorded workload",
-            f"bench it as an op bundle: kt.bench(bundle={str(bundle.path)!r}, op={bundle.op!r}) "
-            f"(`ktriage bench --bundle {bundle.path} --op {bundle.op}`)",
+            joined(
+                "bench it as an op bundle: ",
+                run_as(
+                    f"kt.bench(bundle={str(bundle.path)!r}, op={bundle.op!r})",
+                    f"ktriage bench --bundle {shlex.quote(str(bundle.path))} --op {bundle.op}",
+                ),
+            ),
         )
     try:
         entries = [Entry.from_json(row) for row in bundle.inputs]
     except (KeyError, TypeError, ValueError) as exc:
         raise FormatError(
             f"bundle {bundle.path}: a recorded entry is damaged ({type(exc).__name__}: {exc})",
-            "rebuild it: kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, "
-            "bundle='DIR') (`ktriage bench W.json -t A -t B --compile-only --bundle DIR`)",
+            joined(
+                "rebuild it: ",
+                run_as(
+                    "kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, bundle='DIR')",
+                    "ktriage bench W.json -t A -t B --compile-only --bundle DIR",
+                ),
+            ),
         ) from exc
     missing = sorted({e.spec_key for e in entries} - set(bundle.specs))
     if missing:
