@@ -301,7 +301,7 @@ def _recorded_entry(bundle: Any, text: str) -> int:
     facts" for every one of them. A digit is the entry's number (:func:`select_input`), not bench's input
     id within each kernel. The refusals keep the selector's own problem and give profile's fix: it has no
     ``--kernel`` to narrow with, and its numbers are the entries'."""
-    from ktriage.errors import KtriageError
+    from ktriage.errors import KtriageError, Worded, in_flags
     from ktriage.spec.ranges import INPUTS
     from ktriage.workload.recorded.bundle import recorded_view
 
@@ -310,7 +310,9 @@ def _recorded_entry(bundle: Any, text: str) -> int:
     try:
         chosen = view.select(None, [text])
     except KtriageError as exc:  # the selector names bench's inputs (--input); profile's keyword is input
-        raise KtriageError(exc.problem.replace(INPUTS, _input()), _entry_fix(entries, entries)) from None
+        # the library's keyword swapped; the command line's flag (--input) is the same for both verbs
+        problem = Worded(str(exc.problem).replace(INPUTS, _input()), in_flags(exc.problem))
+        raise KtriageError(problem, _entry_fix(entries, entries)) from None
     if len(chosen) != 1:
         raise KtriageError(
             worded(

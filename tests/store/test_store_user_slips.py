@@ -119,8 +119,15 @@ def test_runs_import_names_a_tritonbench_file(kind: str, tmp_path: Path, run_cli
     assert result.exit_code == exit_codes.USAGE, result.output
     assert f"{given} is a TritonBench {kind}, not a ktriage results file" in result.err_text
     assert f"`ktriage compare OLD.{kind.lower()} NEW.{kind.lower()}`" in result.err_text
-    assert "kt.compare(old=..., new=...)" in result.err_text  # the keywords kt.compare takes (it said a=, b=)
+    assert "kt." not in result.err_text  # the command line is told the command; the library, kt.compare(old=, new=)
     assert not db.exists()  # refused before the store was opened
+    import ktriage.api as kt
+    from ktriage.errors import KtriageError
+
+    with pytest.raises(KtriageError) as library:
+        kt.runs_import(path=given, db=f"sqlite:///{db}")
+    assert "kt.compare(old=..., new=...)" in (library.value.fix or "")  # the keywords kt.compare takes (it said a=, b=)
+    assert not db.exists()
 
 
 def _hold_write_lock(db: Path) -> sqlite3.Connection:
