@@ -23,7 +23,7 @@ All families are plain subclasses, so ``except KtriageError`` still catches ever
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 
@@ -60,7 +60,7 @@ def _rebuilt(cls: type[KtriageError], args: tuple[object, ...], state: dict[str,
     return error
 
 
-def option(name: str, flag: str | None = None, value: object = None) -> str:
+def option(name: str, flag: str | None = None, value: object = None) -> Worded:
     """How a message names an option: the library's keyword and the command's flag, both
     (``limit (--limit)``; with a value, ``limit=20 (--limit 20)``, ``precision='bf16' (--precision bf16)``;
     a switch, ``measure=True (--measure)``; a list, its flag once per item,
@@ -73,7 +73,18 @@ def option(name: str, flag: str | None = None, value: object = None) -> str:
     user, and a message naming only ``--limit`` tells the caller of ``kt.triage(...)`` of an option it
     cannot pass. Why here and not in ``ktriage.api``: the layers below the api (compare, triage) word
     messages that reach ``kt.*`` callers too, and may not import the api. Why the quoting here: one
-    home for spelling an option (a message that quoted its own flags drifted from the others)."""
+    home for spelling an option (a message that quoted its own flags drifted from the others).
+
+    A :class:`Worded`, whose ``flags`` is :func:`flag`'s spelling: the command prints that (``--limit 20``,
+    never ``limit=20 (--limit 20)``). Why by construction: a message that called ``option`` outside
+    :func:`worded` printed the Python spelling on the command line. An f-string flattens it to the text,
+    so a sentence around it is :func:`worded` (``worded(lambda o: f"... {o('limit', '--limit')}")``) or
+    :func:`joined` (``joined(option('limit', '--limit'), " is not a count")``); tests/errors/test_spellings.py
+    refuses ``option(...)`` inside an f-string."""
+    return Worded(_keyword_text(name, flag, value), _flag_spelling(name, flag, value))
+
+
+def _keyword_text(name: str, flag: str | None, value: object) -> str:
     said = f" ({_flag_text(flag, value)})" if flag else ""
     if value is None or isinstance(value, bool):  # a switch: its flag says the value (--measure, --no-l2-flush)
         return (name if value is None else f"{name}={value}") + said
@@ -87,7 +98,21 @@ def flag(name: str, flag: str | None = None, value: object = None) -> str:
     ``--measure``, ``-t triton==3.3.1 -t triton==3.4.0``), quoted as :func:`option` quotes it; an option
     with no flag, the keyword as :func:`option` words it. Takes :func:`option`'s arguments, so one sentence
     is written once and spelled for either reader (:func:`worded`)."""
-    return _flag_text(flag, value) if flag else option(name, None, value)
+    return _flag_spelling(name, flag, value)
+
+
+def _flag_spelling(name: str, flag: str | None = None, value: object = None) -> str:
+    """:func:`flag`'s text (a function apart: :func:`option`'s argument ``flag`` hides :func:`flag`)."""
+    return _flag_text(flag, value) if flag else _keyword_text(name, None, value)
+
+
+def run_as(api: str, cli: str) -> Worded:
+    """Another step a message sends its reader to, as each runs it: the ``ktriage.api`` call and, after it,
+    the command (``kt.runs_list() (`ktriage runs list`)``) for a Python caller; the command alone
+    (```ktriage runs list```) on the command line. Why: a fix written ``kt.runs_list(), or `ktriage runs
+    list``` showed a command-line user a Python call they cannot make. In a sentence, as :func:`option`:
+    :func:`joined`, or ``spelled(run_as(...), o)`` in :func:`worded`."""
+    return Worded(f"{api} (`{cli}`)", f"`{cli}`")
 
 
 def command(verb: str, spelling: Spelling, *options: tuple[str, str | None, object]) -> str:
@@ -138,11 +163,17 @@ class Worded(str):
 
     def __new__(cls, text: str, flags: str | None = None) -> Worded:
         self = super().__new__(cls, text)
-        self.flags = text if flags is None else flags
+        self.flags = in_flags(text) if flags is None else flags  # Worded(a Worded) keeps its flags
         return self
 
     def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # a copy or a pickle keeps both
         return str(self), self.flags
+
+    def __add__(self, other: str) -> Worded:  # ``worded + " more"`` keeps both
+        return Worded(str(self) + str(other), self.flags + in_flags(other))
+
+    def __radd__(self, other: str) -> Worded:  # ``"text " + worded``: Python asks the str subclass first
+        return Worded(str(other) + str(self), in_flags(other) + self.flags)
 
 
 def worded(sentence: Callable[[Spelling], str]) -> Worded:
@@ -170,6 +201,13 @@ def joined(*parts: str) -> str:
     if not any(isinstance(p, Worded) for p in parts):
         return "".join(parts)
     return Worded("".join(map(str, parts)), "".join(map(in_flags, parts)))
+
+
+def separated(separator: str, parts: Iterable[str]) -> str:
+    """``separator.join(parts)``, each part keeping its two spellings (:func:`joined`): ``str.join`` made the
+    text of a list of :func:`option` values (``', '.join(...)``) one spelling."""
+    items = list(parts)
+    return joined(*(piece for i, part in enumerate(items) for piece in ((separator, part) if i else (part,))))
 
 
 def failure_line(error: KtriageError, what: str = "") -> str:

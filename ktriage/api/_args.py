@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from ktriage.errors import CallError, KtriageError, option
+from ktriage.errors import CallError, KtriageError, joined, option, spelled, worded
 from ktriage.wording import agree
 
 _F = TypeVar("_F")
@@ -105,7 +105,7 @@ def _many(value: object, name: str, flag: str | None, what: str) -> Iterable[obj
     sequence of items a verb reads (its keys would be iterated)."""
     if isinstance(value, bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise KtriageError(
-            f"{option(name, flag)} is {_kind(value)}, not a list of {what}",
+            worded(lambda o: f"{o(name, flag)} is {_kind(value)}, not a list of {what}"),
             f"pass a list ({name}=[...]), or one {what[:-1]} as a str",
         )
     return value
@@ -129,7 +129,7 @@ def texts(value: object, name: str, flag: str | None = None, *, numbers: bool = 
             out.append(str(item))
         else:
             raise KtriageError(
-                f"{option(name, flag)}: the item {item!r} is {_kind(item)}, not a str",
+                joined(option(name, flag), f": the item {item!r} is {_kind(item)}, not a str"),
                 f"pass {name} as a list of strings" + (" (input ids may be ints)" if numbers else ""),
             )
     return tuple(out)
@@ -146,7 +146,7 @@ def paths(value: object, name: str, flag: str | None = None) -> tuple[Path, ...]
     for item in _many(value, name, flag, "paths"):
         if not isinstance(item, str | os.PathLike):
             raise KtriageError(
-                f"{option(name, flag)}: the item {item!r} is {_kind(item)}, not a path",
+                joined(option(name, flag), f": the item {item!r} is {_kind(item)}, not a path"),
                 f"pass {name} as a list of paths (str or pathlib.Path)",
             )
         out.append(Path(item))
@@ -159,7 +159,9 @@ def text(value: object, name: str, flag: str | None = None, *, example: str = ""
     if isinstance(value, str):
         return value
     hint = f", e.g. {name}={example!r}" if example else ""
-    raise KtriageError(f"{option(name, flag)} is {_kind(value)}, not a str", f"pass {name} as one string{hint}")
+    raise KtriageError(
+        worded(lambda o: f"{o(name, flag)} is {_kind(value)}, not a str"), f"pass {name} as one string{hint}"
+    )
 
 
 def optional_text(value: object, name: str, flag: str | None = None, *, example: str = "") -> str | None:
@@ -186,7 +188,7 @@ def switch(value: object, name: str, flag: str | None = None) -> bool:
     if isinstance(value, bool):
         return value
     raise KtriageError(
-        f"{option(name, flag)} is {_kind(value)} ({value!r}), not True or False",
+        worded(lambda o: f"{o(name, flag)} is {_kind(value)} ({value!r}), not True or False"),
         f"pass {name}=True or {name}=False",
     )
 
@@ -212,7 +214,8 @@ def path_or_name(value: object, name: str, flag: str | None = None, *, example: 
         return value
     hint = f", e.g. {name}={example!r}" if example else ""
     raise KtriageError(
-        f"{option(name, flag)} is {_kind(value)}, not a str or a path", f"pass {name} as a str or a pathlib.Path{hint}"
+        worded(lambda o: f"{o(name, flag)} is {_kind(value)}, not a str or a path"),
+        f"pass {name} as a str or a pathlib.Path{hint}",
     )
 
 
@@ -251,10 +254,11 @@ def _number(value: object, name: str, flag: str | None, whole: bool, wanted: str
     if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
         spelled = f" ({name}={value.strip()})" if isinstance(value, str) and value.strip() else ""
         raise KtriageError(
-            f"{option(name, flag)} {value!r} is {_kind(value)}, not {kind}", f"pass {wanted}, not its text{spelled}"
+            worded(lambda o: f"{o(name, flag)} {value!r} is {_kind(value)}, not {kind}"),
+            f"pass {wanted}, not its text{spelled}",
         )
     if not math.isfinite(value):
-        raise KtriageError(f"{option(name, flag)} {value!r} is not a finite number", f"give {wanted}")
+        raise KtriageError(worded(lambda o: f"{o(name, flag)} {value!r} is not a finite number"), f"give {wanted}")
     return value
 
 
@@ -280,10 +284,12 @@ class Whole:
         number = int(_number(value, self.name, self.flag, True, self.range_text()))
         below = self.low is not None and number < self.low
         if below or (self.high is not None and number > self.high):
-            example = f", e.g. {option(self.name, self.flag, self.example)}" if self.example is not None else ""
+            example = (
+                worded(lambda o: f", e.g. {o(self.name, self.flag, self.example)}") if self.example is not None else ""
+            )
             raise KtriageError(
-                f"{option(self.name, self.flag)} {number} {self.below if below else 'is out of range'}",
-                f"give {self.range_text()}{example}",
+                worded(lambda o: f"{o(self.name, self.flag)} {number} {self.below if below else 'is out of range'}"),
+                worded(lambda o: f"give {self.range_text()}{spelled(example, o)}"),
             )
         return number
 
@@ -318,9 +324,12 @@ class Real:
         below = self.low is not None and (number <= self.low if self.open_low else number < self.low)
         above = self.high is not None and (number >= self.high if self.open_high else number > self.high)
         if below or above:
-            example = f", e.g. {option(self.name, self.flag, self.example)}" if self.example is not None else ""
+            example = (
+                worded(lambda o: f", e.g. {o(self.name, self.flag, self.example)}") if self.example is not None else ""
+            )
             raise KtriageError(
-                f"{option(self.name, self.flag)} {number:g} is out of range", f"give {self.range_text()}{example}"
+                worded(lambda o: f"{o(self.name, self.flag)} {number:g} is out of range"),
+                worded(lambda o: f"give {self.range_text()}{spelled(example, o)}"),
             )
         return float(number)
 

@@ -25,7 +25,8 @@ from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.bench.plan import BenchPlan, native_variants
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, joined, option, run_as, separated, spelled, worded
+from ktriage.errors import flag as flag_spelling
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -305,7 +306,7 @@ def bench(
         )
     arch = args.arch(arch) if arch is not None else None  # None: sm_90 to compile, a bundle's own to measure
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
-        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
+        check_writable(Path(bundle), option("bundle", "--bundle"), folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
 
         check_bundle_folder(Path(bundle))
@@ -328,15 +329,17 @@ def bench(
             only = only or (list(loaded.selection.only) if loaded.selection.only else None)
             baseline = baseline or loaded.selection.baseline
     if op is None:
-        fix = f"e.g. {option('op', '--op', 'layer_norm')}; ops: layer_norm, embedding, rope"
+        fix = worded(lambda o: f"e.g. {o('op', '--op', 'layer_norm')}; ops: layer_norm, embedding, rope")
         if bundle is not None and toolchains:  # -t makes --bundle the folder to compile into, not one to measure
             tcs = option("toolchains", "-t")
-            fix = (
-                f"{tcs} compile into {option('bundle', '--bundle', str(bundle))}: to measure that bundle, drop "
-                f"{tcs}; to compile, give what: {fix}; or a recorded workload "
-                "(ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR)"
+            fix = worded(
+                lambda o: (
+                    f"{spelled(tcs, o)} compile into {o('bundle', '--bundle', str(bundle))}: to measure that bundle, "
+                    f"drop {spelled(tcs, o)}; to compile, give what: {spelled(fix, o)}; or a recorded workload "
+                    "(ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR)"
+                )
             )
-        raise KtriageError(f"no {option('op', '--op')} given", fix)
+        raise KtriageError(worded(lambda o: f"no {o('op', '--op')} given"), fix)
     opdef = bench_op(op)
     mode_name = check_mode(opdef, mode or (loaded.mode if loaded is not None else "fwd"))
     prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))
@@ -359,8 +362,8 @@ def bench(
         artifact = [b for b in artifact if not (REPLAYS[b].fwd_only and mode_name != "fwd")]
     if timing not in TIMINGS:
         raise KtriageError(
-            f"unknown {option('timing', '--timing', timing)}",
-            f"use auto, events, graph or queued, e.g. {option('timing', '--timing', 'auto')}",
+            worded(lambda o: f"unknown {o('timing', '--timing', timing)}"),
+            worded(lambda o: f"use auto, events, graph or queued, e.g. {o('timing', '--timing', 'auto')}"),
         )
     native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)
     if compile_only and not toolchains:  # after every other check: a typo'd op or backend is named first
@@ -394,7 +397,11 @@ def bench(
         if loaded.mode != mode_name or loaded.op != op:
             raise KtriageError(
                 f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode_name}",
-                f"pass the op and pass of the bundle, or build a new one with {option('toolchains', '-t/--toolchain')}",
+                worded(
+                    lambda o: (
+                        f"pass the op and pass of the bundle, or build a new one with {o('toolchains', '-t/--toolchain')}"
+                    )
+                ),
             )
         _refuse_other_build(loaded, prec if precision is not None else None, sm_count, arch)
         bundle_ids = {c.id for c in loaded.input_cases()}
@@ -450,14 +457,18 @@ def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | N
         if value is not None and value != built
     ]
     if given:
-        asked = ", ".join(option(name, flag, value) for name, flag, value, _ in given)
-        holds = ", ".join(option(name, flag, built) for name, flag, _, built in given)
+        asked = separated(", ", (option(name, flag, value) for name, flag, value, _ in given))
+        holds = separated(", ", (option(name, flag, built) for name, flag, _, built in given))
         flags = " ".join(f"{flag} {value}" for _, flag, value, _ in given)
         raise KtriageError(
-            f"bundle {loaded.path} was compiled with {holds}, not {asked}",
-            f"drop {' and '.join(option(name, flag) for name, flag, _, _ in given)} (the bundle's own is used), or "
-            f"build another bundle with {asked}: ktriage bench --op {loaded.op} --{loaded.mode.replace('_', '-')} "
-            f"{flags} -t OLD -t NEW --compile-only --bundle DIR",
+            worded(lambda o: f"bundle {loaded.path} was compiled with {spelled(holds, o)}, not {spelled(asked, o)}"),
+            worded(
+                lambda o: (
+                    f"drop {' and '.join(o(name, flag) for name, flag, _, _ in given)} (the bundle's own is used), or "
+                    f"build another bundle with {spelled(asked, o)}: ktriage bench --op {loaded.op} --{loaded.mode.replace('_', '-')} "
+                    f"{flags} -t OLD -t NEW --compile-only --bundle DIR"
+                )
+            ),
         )
 
 
@@ -468,20 +479,19 @@ def refuse_compiling_options(jobs: int | None, compile_timeout: float, *, why: s
     ``example``: the compiling run they belong to). ``$KTRIAGE_COMPILE_TIMEOUT`` is no request to one run:
     the command passes the default when the flag did not come from its command line."""
     given = [
-        (flag, keyword)
-        for flag, keyword, on in (
-            (f"-j/--jobs {jobs}", "jobs", jobs is not None),
-            (f"--compile-timeout {compile_timeout:g}", "compile_timeout", compile_timeout != DEFAULT_COMPILE_TIMEOUT_S),
+        (flag, keyword, value)
+        for flag, keyword, value, on in (
+            ("-j/--jobs", "jobs", jobs, jobs is not None),
+            ("--compile-timeout", "compile_timeout", compile_timeout, compile_timeout != DEFAULT_COMPILE_TIMEOUT_S),
         )
         if on
     ]
     if given:
-        flags, keywords = ", ".join(f for f, _ in given), ", ".join(k for _, k in given)
         them = agree(len(given), "it", "them")
         raise KtriageError(
-            f"{flags} ({keywords}): nothing is compiled {why}",
+            joined(separated(", ", (option(k, f, v) for f, k, v in given)), f": nothing is compiled {why}"),
             f"drop {them}, and give {them} to the run that compiles the bundle: {example} "
-            + " ".join(f.removeprefix("-j/") for f, _ in given),
+            + " ".join(flag_spelling(k, f.removeprefix("-j/"), v) for f, k, v in given),
         )
 
 
@@ -490,9 +500,18 @@ def refuse_nothing_to_compile(example: str) -> None:
     exited 0 without a word; with a bundle it said 'no bundle at DIR'). Why here and not in the command:
     a library call is the same request, and returned a report that looked like a finished compile."""
     raise KtriageError(
-        "--compile-only (compile_only) with no -t/--toolchain (toolchains): nothing to compile",
-        f"name the toolchains: {example} (toolchains=[...] in the library); a bundle built elsewhere is "
-        "measured without --compile-only: ktriage bench --bundle DIR",
+        worded(
+            lambda o: (
+                f"{o('compile_only', '--compile-only', True)} with no {o('toolchains', '-t/--toolchain')}: "
+                "nothing to compile"
+            )
+        ),
+        Worded(
+            f"name the toolchains: toolchains=[...] ({example}); a bundle built elsewhere is measured without "
+            "compile_only=True (--compile-only): kt.bench(bundle='DIR') (`ktriage bench --bundle DIR`)",
+            f"name the toolchains: {example}; a bundle built elsewhere is measured without --compile-only: "
+            "ktriage bench --bundle DIR",
+        ),
     )
 
 
@@ -504,17 +523,25 @@ def require_torch() -> None:
     if importlib.util.find_spec("torch") is None:
         raise KtriageError(
             "measuring needs torch and an NVIDIA GPU on this machine",
-            f"measure on the GPU machine ({_MEASURE_BUNDLE} there measures a bundle); with "
-            f"{option('toolchains', '-t')}, {_COMPILE_HERE} to build the bundle here",
+            worded(
+                lambda o: (
+                    f"measure on the GPU machine ({spelled(_MEASURE_BUNDLE, o)} there measures a bundle); with "
+                    f"{o('toolchains', '-t')}, {spelled(_COMPILE_HERE, o)} to build the bundle here"
+                )
+            ),
         )
 
 
 # Compile here, measure there, each step named both ways (errors.option): a Python caller of kt.bench was
 # told only the flags.
-_COMPILE_HERE = f"add {option('compile_only', '--compile-only', True)} and {option('bundle', '--bundle', 'DIR')}"
-_MEASURE_BUNDLE = "kt.bench(bundle='DIR') (`ktriage bench --bundle DIR`)"
-COMPILE_THEN_MEASURE_FIX = (
-    f"{_COMPILE_HERE} to compile here (no GPU needed), then measure the bundle on the GPU machine: {_MEASURE_BUNDLE}"
+_COMPILE_HERE = worded(
+    lambda o: f"add {o('compile_only', '--compile-only', True)} and {o('bundle', '--bundle', 'DIR')}"
+)
+_MEASURE_BUNDLE = run_as("kt.bench(bundle='DIR')", "ktriage bench --bundle DIR")
+COMPILE_THEN_MEASURE_FIX = worded(
+    lambda o: (
+        f"{spelled(_COMPILE_HERE, o)} to compile here (no GPU needed), then measure the bundle on the GPU machine: {spelled(_MEASURE_BUNDLE, o)}"
+    )
 )
 
 
@@ -561,18 +588,28 @@ def _refuse_no_artifact_backend(opdef: OpDef, mode: str) -> NoReturn:
 
     own = [b for b in opdef.artifact_backends if not (REPLAYS[b].fwd_only and mode != "fwd")]
     tcs = option("toolchains", "-t/--toolchain")
-    problem = f"{tcs} given, but none of the chosen backends runs Triton kernels from a toolchain"
+    problem = worded(
+        lambda o: f"{spelled(tcs, o)} given, but none of the chosen backends runs Triton kernels from a toolchain"
+    )
     if own:
         raise KtriageError(
             problem,
-            f"add {' or '.join(own)} to {option('only', '--only')} (the {opdef.name} backends a toolchain compiles)",
+            worded(
+                lambda o: (
+                    f"add {' or '.join(own)} to {o('only', '--only')} (the {opdef.name} backends a toolchain compiles)"
+                )
+            ),
         )
     others = ", ".join(
         f"{op.name} ({', '.join(op.artifact_backends)})" for op in bench_operators() if op.artifact_backends
     )
     raise KtriageError(
-        f"{problem}: {opdef.name} {mode} has none (its backends run the host's own torch and Triton)",
-        f"drop {tcs} and measure {opdef.name} on the GPU host; ops with toolchain backends: {others}",
+        problem + f": {opdef.name} {mode} has none (its backends run the host's own torch and Triton)",
+        worded(
+            lambda o: (
+                f"drop {spelled(tcs, o)} and measure {opdef.name} on the GPU host; ops with toolchain backends: {others}"
+            )
+        ),
     )
 
 
@@ -666,7 +703,13 @@ def _profile(run: RunInfo, cells: list[Cell], plan: BenchPlan, db: str | None, s
     from ktriage.profile.attach import attach_to_store, profile_measured
 
     if plan.bundle is None or not plan.artifact_backends:
-        say(f"{option('profile', '--profile', True)}: no bundle with artifact backends in this bench: nothing profiled")
+        say(
+            worded(
+                lambda o: (
+                    f"{o('profile', '--profile', True)}: no bundle with artifact backends in this bench: nothing profiled"
+                )
+            )
+        )
         return
     profile_measured(run, cells, Path(plan.bundle), backends=plan.artifact_backends, input_ids=plan.input_ids, say=say)
     say(attach_to_store(db, run, cells))

@@ -28,7 +28,7 @@ from ktriage.api._bench import (
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, run_as, spelled, worded
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -154,7 +154,7 @@ def bench_recorded(
         )
     arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
-        check_writable(bundle, "bundle (--bundle)", folder=True)
+        check_writable(bundle, option("bundle", "--bundle"), folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
         from ktriage.workload.recorded.bundle import RECORDED_MODE, workload_name
 
@@ -166,9 +166,11 @@ def bench_recorded(
         refuse_nothing_to_compile("ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR")
     if toolchains:
         if workload is None:
-            given = f"{option('bundle', '--bundle')} and no workload" if bundle is not None else "no workload"
+            given = (
+                worded(lambda o: f"{o('bundle', '--bundle')} and no workload") if bundle is not None else "no workload"
+            )
             raise KtriageError(
-                f"{option('toolchains', '-t/--toolchain')} with {given}: nothing to compile",
+                worded(lambda o: f"{o('toolchains', '-t/--toolchain')} with {spelled(given, o)}: nothing to compile"),
                 "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR "
                 "(bench_recorded(workload='W.json', toolchains=[...]))",
             )
@@ -186,7 +188,8 @@ def bench_recorded(
             )
     elif workload is None:
         raise KtriageError(
-            (f"{option('kernels', '--kernel')} without" if kernels else "neither") + " a workload nor a bundle",
+            (worded(lambda o: f"{o('kernels', '--kernel')} without") if kernels else "neither")
+            + " a workload nor a bundle",
             "give the workload: ktriage bench W.json -t A -t B (bench_recorded(workload='W.json', toolchains=[...]))",
         )
     else:
@@ -211,10 +214,18 @@ def _refuse_other_arch(recorded: RecordedBundle, arch: str | None) -> None:
     if arch is None or arch in built.split(","):
         return
     raise KtriageError(
-        f"bundle {recorded.bundle.path} holds cubins compiled for {built}, not {option('arch', '--arch', arch)}",
-        f"drop {option('arch', '--arch')} (the bundle's own target is used) and measure it on an {built} GPU; for "
-        f"{arch}, record the program on that GPU and bench its workload: ktriage record -o W.json -- COMMAND, "
-        "then ktriage bench W.json -t OLD -t NEW",
+        worded(
+            lambda o: (
+                f"bundle {recorded.bundle.path} holds cubins compiled for {built}, not {o('arch', '--arch', arch)}"
+            )
+        ),
+        worded(
+            lambda o: (
+                f"drop {o('arch', '--arch')} (the bundle's own target is used) and measure it on an {built} GPU; for "
+                f"{arch}, record the program on that GPU and bench its workload: ktriage record -o W.json -- COMMAND, "
+                "then ktriage bench W.json -t OLD -t NEW"
+            )
+        ),
     )
 
 
@@ -245,8 +256,16 @@ def _compile(
     targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
     if arch is not None and targets and arch not in targets:
         raise KtriageError(
-            f"{option('arch', '--arch', arch)} does not apply to {workload}: it was recorded on {', '.join(targets)}",
-            f"drop {option('arch', '--arch')} (the workload's kernels are compiled for the GPU they were recorded on)",
+            worded(
+                lambda o: (
+                    f"{o('arch', '--arch', arch)} does not apply to {workload}: it was recorded on {', '.join(targets)}"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"drop {o('arch', '--arch')} (the workload's kernels are compiled for the GPU they were recorded on)"
+                )
+            ),
         )
     chosen_k, chosen_i = list(kernels) if kernels else None, list(inputs) if inputs else None
     n = len(workload_entries(wl, chosen_k, chosen_i))
@@ -333,12 +352,20 @@ def require_workload_path(workload: str) -> None:
     operator = registry.operator(workload)
     if operator is not None:
         raise KtriageError(
-            f"{workload} is an operator, not a recorded workload: bench takes an operator as {option('op', '--op')}",
-            f"kt.bench(op={operator.name!r}, ...) (ktriage bench --op {operator.name} ...)",
+            worded(
+                lambda o: (
+                    f"{workload} is an operator, not a recorded workload: bench takes an operator as {o('op', '--op')}"
+                )
+            ),
+            run_as(f"kt.bench(op={operator.name!r}, ...)", f"ktriage bench --op {operator.name} ..."),
         )
     refuse_trace_name(workload)
     raise KtriageError(
         f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
-        "give W.json written by kt.record(command=..., output='W.json') (`ktriage record -o W.json -- COMMAND`), "
-        "or bench an op with kt.bench(op=...) (`ktriage bench --op OP`)",
+        joined(
+            "give W.json written by ",
+            run_as("kt.record(command=..., output='W.json')", "ktriage record -o W.json -- COMMAND"),
+            ", or bench an op with ",
+            run_as("kt.bench(op=...)", "ktriage bench --op OP"),
+        ),
     )

@@ -19,7 +19,7 @@ from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.brief import brief
 from ktriage.catalog.resolve import op_default_mode
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, worded
 from ktriage.mdsafe import markdown_writer
 from ktriage.stats.gate import check_gate
 
@@ -151,7 +151,7 @@ def bisect(
     threshold = args.THRESHOLD(threshold)
     check_gate(threshold)
     if state is not None:  # a folder here failed only at the first save, after the preflight had run
-        check_writable(state, "state (--state)", example="bisect-state.json")
+        check_writable(state, option("state", "--state"), example="bisect-state.json")
     opts = BisectOptions(
         source=source,
         good=good,
@@ -199,10 +199,18 @@ def _host_gpus(spec: str | None, metric: str | None, cluster: str | None) -> lis
         return []
     if metric != "latency":
         raise KtriageError(
-            f"{option('gpus', '--gpus')} applies to a timed bisect ({option('metric', '--metric', 'latency')}), "
-            f"not {option('metric', '--metric', metric)}",
-            f"leave {option('gpus', '--gpus')} out: a compile-only bisect uses no GPU "
-            f"({option('workers', '--workers')} parallelizes it)",
+            worded(
+                lambda o: (
+                    f"{o('gpus', '--gpus')} applies to a timed bisect ({o('metric', '--metric', 'latency')}), "
+                    f"not {o('metric', '--metric', metric)}"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"leave {o('gpus', '--gpus')} out: a compile-only bisect uses no GPU "
+                    f"({o('workers', '--workers')} parallelizes it)"
+                )
+            ),
         )
     if cluster_address(cluster) is not None:
         return []

@@ -19,7 +19,7 @@ from ktriage.api import _args as args
 from ktriage.api.paths import check_writable
 from ktriage.bisect.step import EXIT_ABORT
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, spelled, worded
 
 if TYPE_CHECKING:
     from ktriage.bisect.step import StepConfig
@@ -79,27 +79,44 @@ def bisect_step(
     judge, record_as = option("baseline", "--baseline"), option("record_baseline", "--record-baseline")
     if (baseline is None) == (record_baseline is None):
         raise KtriageError(
-            f"give exactly one of {judge} and {record_as}", f"record at a good commit, then judge with {judge}"
+            worded(lambda o: f"give exactly one of {spelled(judge, o)} and {spelled(record_as, o)}"),
+            worded(lambda o: f"record at a good commit, then judge with {spelled(judge, o)}"),
         )
     if role not in ("good", "bad"):
         raise KtriageError(
-            f"{option('role', '--as', role)} is not an endpoint of a baseline",
-            f"use {option('role', '--as', 'good')} or {option('role', '--as', 'bad')}",
+            worded(lambda o: f"{o('role', '--as', role)} is not an endpoint of a baseline"),
+            worded(lambda o: f"use {o('role', '--as', 'good')} or {o('role', '--as', 'bad')}"),
         )
     if baseline is not None and role == "bad":
         raise KtriageError(
-            f"{option('role', '--as', 'bad')} goes with {record_as} (it names the endpoint recorded); "
-            f"{judge} judges this checkout",
-            f"drop {option('role', '--as')}, or record the bad endpoint: "
-            f"{option('record_baseline', '--record-baseline', 'FILE')} with {option('role', '--as', 'bad')}",
+            worded(
+                lambda o: (
+                    f"{o('role', '--as', 'bad')} goes with {spelled(record_as, o)} (it names the endpoint recorded); "
+                    f"{spelled(judge, o)} judges this checkout"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"drop {o('role', '--as')}, or record the bad endpoint: "
+                    f"{o('record_baseline', '--record-baseline', 'FILE')} with {o('role', '--as', 'bad')}"
+                )
+            ),
         )
     if record_baseline is not None:
         if not (metric and toolchain and (spec or op)):
             raise KtriageError(
-                f"{record_as} needs {option('metric', '--metric')}, {option('toolchain', '--toolchain')} and "
-                f"{option('spec', '--spec')} or {option('op', '--op')}",
-                f"e.g. {option('spec', '--spec', 'spec.toml')}, {option('metric', '--metric', 'spill_store_bytes')}, "
-                f"{option('toolchain', '-t', 'triton==3.4.0')}",
+                worded(
+                    lambda o: (
+                        f"{spelled(record_as, o)} needs {o('metric', '--metric')}, {o('toolchain', '--toolchain')} and "
+                        f"{o('spec', '--spec')} or {o('op', '--op')}"
+                    )
+                ),
+                worded(
+                    lambda o: (
+                        f"e.g. {o('spec', '--spec', 'spec.toml')}, {o('metric', '--metric', 'spill_store_bytes')}, "
+                        f"{o('toolchain', '-t', 'triton==3.4.0')}"
+                    )
+                ),
             )
         cfg = StepConfig(metric, toolchain, spec, op, mode or op_default_mode(op) or "bwd", tuple(inputs), arch)
         data = record(record_baseline, cfg, "good" if role == "good" else "bad")
@@ -145,19 +162,25 @@ def _check_same_question(
     }
     for (name, flag), (here, recorded) in given.items():
         if here is not None and here != recorded:
-            problem = (
-                f"{option(name, flag, here)} differs from the baseline's ({recorded}, in {baseline}): its values "
-                "would be compared with another question's"
+            problem = joined(
+                option(name, flag, here),
+                f" differs from the baseline's ({recorded}, in {baseline}): its values would be compared with another question's",
             )
             unusable = _metric_step_refuses(here) if name == "metric" else None
             if unusable is not None:  # a baseline of it would be refused too: only the baseline's metric works
                 raise KtriageError(
-                    problem, f"drop {option(name, flag)} (the baseline's {recorded} is used); {unusable}"
+                    problem, joined("drop ", option(name, flag), f" (the baseline's {recorded} is used); {unusable}")
                 )
             raise KtriageError(
                 problem,
-                f"drop {option(name, flag)} (the baseline's is used), or record a baseline with it: "
-                f"{option('record_baseline', '--record-baseline', 'FILE')} with {option(name, flag, here)}",
+                joined(
+                    "drop ",
+                    option(name, flag),
+                    " (the baseline's is used), or record a baseline with it: ",
+                    option("record_baseline", "--record-baseline", "FILE"),
+                    " with ",
+                    option(name, flag, here),
+                ),
             )
 
 

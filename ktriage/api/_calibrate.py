@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.brief import brief
-from ktriage.errors import FormatError, KtriageError, option
+from ktriage.errors import FormatError, KtriageError, Worded, joined, option, spelled, worded
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling, held_out_groups
 from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.stats.gate import check_gate, gate_band
@@ -230,7 +230,7 @@ def gather_cells(
     if not cells:
         raise KtriageError(
             "no calibration cells",
-            f"pass {option('from_cells', '--from', 'cells.jsonl')}, or {_RESULTS_WITH_REPORT}",
+            worded(lambda o: f"pass {o('from_cells', '--from', 'cells.jsonl')}, or {spelled(_RESULTS_WITH_REPORT, o)}"),
         )
     if cells_out is not None:
         write_cells(cells_out, cells)
@@ -250,8 +250,10 @@ def gather_cells(
 
 # How calibrate's messages name its sources, each option by its keyword and its flag (errors.option): the
 # results files or runs that explain reports, operators and backends pair with, and one paired example.
-_SOURCE = f"{option('results', '--results')} or {option('runs', '--run')}"
-_RESULTS_WITH_REPORT = f"{option('results', '--results', 'R.json')} with {option('explain', '--explain', 'E.json')}"
+_SOURCE = worded(lambda o: f"{o('results', '--results')} or {o('runs', '--run')}")
+_RESULTS_WITH_REPORT = worded(
+    lambda o: f"{o('results', '--results', 'R.json')} with {o('explain', '--explain', 'E.json')}"
+)
 
 
 def _sources(n: int) -> str:
@@ -264,23 +266,31 @@ def _check_pairing(sources: int, reports: int, operators: int, backends: int) ->
     that does not match is refused naming the keyword and the flag of each side."""
     if reports != sources:
         raise KtriageError(
-            f"{_sources(sources)} but {plural(reports, 'report')} in {option('explain', '--explain')}",
-            f"pass one explain report per item of {_SOURCE}, in the same order",
+            worded(lambda o: f"{_sources(sources)} but {plural(reports, 'report')} in {o('explain', '--explain')}"),
+            worded(lambda o: f"pass one explain report per item of {spelled(_SOURCE, o)}, in the same order"),
         )
     if operators and operators != sources:
         raise KtriageError(
-            f"{plural(operators, 'name')} in {option('operators', '--operator')} for {_sources(sources)}",
-            f"pass one per item of {_SOURCE}, or none",
+            worded(lambda o: f"{plural(operators, 'name')} in {o('operators', '--operator')} for {_sources(sources)}"),
+            worded(lambda o: f"pass one per item of {spelled(_SOURCE, o)}, or none"),
         )
     if backends and not sources:  # a dataset's cells carry their backends: backends would change nothing
         raise KtriageError(
-            f"{option('backends', '--backend')} names the artifact backend of {_SOURCE}, and none was given",
-            f"drop {option('backends', '--backend')} (the cells of {option('from_cells', '--from')} carry theirs), "
-            f"or add {_RESULTS_WITH_REPORT}",
+            worded(
+                lambda o: (
+                    f"{o('backends', '--backend')} names the artifact backend of {spelled(_SOURCE, o)}, and none was given"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"drop {o('backends', '--backend')} (the cells of {o('from_cells', '--from')} carry theirs), "
+                    f"or add {spelled(_RESULTS_WITH_REPORT, o)}"
+                )
+            ),
         )
     if backends and backends not in (1, sources):
         raise KtriageError(
-            f"{plural(backends, 'name')} in {option('backends', '--backend')} for {_sources(sources)}",
+            worded(lambda o: f"{plural(backends, 'name')} in {o('backends', '--backend')} for {_sources(sources)}"),
             "pass one, or one per source",
         )
 
@@ -310,9 +320,10 @@ class _Sources:
 
 # How an explain report for calibrate is written, both ways: a Python caller of kt.calibrate was told
 # only the command, and the library writes the same JSON (ExplainReport.json_text).
-_WRITE_EXPLAIN_REPORT = (
+_WRITE_EXPLAIN_REPORT = Worded(
     "Path('E.json').write_text(kt.explain(target=..., toolchains=[...]).json_text()) in Python, "
-    "or `ktriage explain TARGET -t ... --format json -o E.json`"
+    "or `ktriage explain TARGET -t ... --format json -o E.json`",
+    "`ktriage explain TARGET -t ... --format json -o E.json`",
 )
 
 
@@ -330,10 +341,10 @@ def _explain_report(path: Path) -> dict[str, object]:
     from ktriage.predict.dataset import CALIBRATION_CELL, EXPLAIN_REPORT, RESULTS_FILE, document_kind, first_line_kind
     from ktriage.schema.core import check_depth, parse_json, read_text_gz, size_limit
 
-    wanted = f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}"
+    wanted = "pass the JSON explain report, written with " + _WRITE_EXPLAIN_REPORT
     try:
         text = read_text_gz(
-            path, what="explain report", limit=size_limit(MAX_EXPLAIN_MB), fix=f"write it with {_WRITE_EXPLAIN_REPORT}"
+            path, what="explain report", limit=size_limit(MAX_EXPLAIN_MB), fix="write it with " + _WRITE_EXPLAIN_REPORT
         )
         try:
             data = parse_json(text, origin=f"explain report {path}", fix=wanted)
@@ -347,7 +358,7 @@ def _explain_report(path: Path) -> dict[str, object]:
             raise
         # the reader's own fix (raise the size limit, save as UTF-8, check the file) may not be the way on: this
         # may be the wrong file, so the fix also says which file calibrate reads and how to write one
-        raise FormatError(exc.problem, f"{exc.fix}; or {wanted}") from None
+        raise FormatError(exc.problem, joined(exc.fix or "", "; or ", wanted)) from None
     kind = document_kind(data)
     if kind == EXPLAIN_REPORT:
         assert isinstance(data, dict)  # document_kind tells only JSON objects
@@ -358,8 +369,12 @@ def _explain_report(path: Path) -> dict[str, object]:
     if kind == RESULTS_FILE:
         raise FormatError(
             f"{path} is {kind} (measured cells), not an explain report",
-            f"pass it as {option('results', '--results')}, and as {option('explain', '--explain')} the JSON explain "
-            f"report of the same kernels and toolchains, written with {_WRITE_EXPLAIN_REPORT}",
+            worded(
+                lambda o: (
+                    f"pass it as {o('results', '--results')}, and as {o('explain', '--explain')} the JSON explain "
+                    f"report of the same kernels and toolchains, written with {spelled(_WRITE_EXPLAIN_REPORT, o)}"
+                )
+            ),
         )
     if kind is None and isinstance(data, dict):
         kind = 'a JSON object without "tool": "ktriage explain"'
@@ -384,8 +399,12 @@ def _refuse_dataset_as_results(path: Path) -> None:
     if first_line_kind(text) == CALIBRATION_CELL:
         raise FormatError(
             f"{path} is a calibration dataset (cells.jsonl: one calibration cell a line), not a results file",
-            f"pass it as {option('from_cells', '--from', str(path))}; {option('results', '--results')} takes a "
-            f"results file of `ktriage bench`, each with its explain report ({_RESULTS_WITH_REPORT})",
+            worded(
+                lambda o: (
+                    f"pass it as {o('from_cells', '--from', str(path))}; {o('results', '--results')} takes a "
+                    f"results file of `ktriage bench`, each with its explain report ({spelled(_RESULTS_WITH_REPORT, o)})"
+                )
+            ),
         )
 
 
@@ -393,8 +412,12 @@ def _cells_not_report(path: Path) -> FormatError:
     """A calibration dataset given as ``--explain``: named, with the option that reads it."""
     return FormatError(
         f"{path} is a calibration dataset (cells.jsonl: one calibration cell a line), not an explain report",
-        f"pass it as {option('from_cells', '--from', str(path))}; --explain takes the JSON explain report of a "
-        f"results file's kernels, written with {_WRITE_EXPLAIN_REPORT}",
+        worded(
+            lambda o: (
+                f"pass it as {o('from_cells', '--from', str(path))}; {o('explain', '--explain')} takes the JSON explain "
+                f"report of a results file's kernels, written with {spelled(_WRITE_EXPLAIN_REPORT, o)}"
+            )
+        ),
     )
 
 
@@ -424,5 +447,5 @@ def _check_layout(path: Path, data: dict[str, object]) -> None:
         return
     raise FormatError(
         f"explain report {path} is not laid out as ktriage explain writes it: {bad}",
-        f"write it again (not by hand) with {_WRITE_EXPLAIN_REPORT}",
+        "write it again (not by hand) with " + _WRITE_EXPLAIN_REPORT,
     )

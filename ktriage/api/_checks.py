@@ -21,13 +21,13 @@ def check_percent_gate(percent: float) -> float:
     refused with the spelling the user probably meant: under 1 (0.05 meant as 5 %) or 100 and more. Why
     here: the library's ``triage(threshold=)`` is a fraction like every other verb's, so only the command
     line, which spells it in percent, can word the refusal in percent."""
-    from ktriage.errors import KtriageError
+    from ktriage.errors import KtriageError, joined, option
     from ktriage.stats.gate import check_gate
 
     if isinstance(percent, bool) or not isinstance(percent, int | float):  # "10" was a TypeError below
         # (not ktriage.api._args, which reads normalize_arch from here: the api's modules import one way)
         raise KtriageError(
-            f"percent (--threshold) {percent!r} is a {type(percent).__name__}, not a number",
+            joined(option("percent", "--threshold"), f" {percent!r} is a {type(percent).__name__}, not a number"),
             "pass the gate in percent as a number, e.g. check_percent_gate(10) for a 10% gate",
         )
     check_gate(percent / 100.0, percent=True)

@@ -15,7 +15,7 @@ from ktriage.api import _args as args
 from ktriage.brief import brief
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, joined, option
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -91,8 +91,11 @@ def compare(
         # every other verb's toolchains= is a list of specs: here it is a switch, and ["triton==3.3.1",
         # "triton==3.4.0"] was read as True (the run's first toolchain against each other, whichever were named)
         raise KtriageError(
-            f"toolchains (--toolchains) is {'a str' if isinstance(toolchains, str) else 'a list'} ({toolchains!r}): "
-            "in compare it is a switch, True to compare the toolchains of the one run old",
+            joined(
+                option("toolchains", "--toolchains"),
+                f" is {'a str' if isinstance(toolchains, str) else 'a list'} ({toolchains!r}): "
+                "in compare it is a switch, True to compare the toolchains of the one run old",
+            ),
             "pass toolchains=True, and reference='triton==3.3.1' (a toolchain of the run) to choose the one the "
             "others are compared against",
         )

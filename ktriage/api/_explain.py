@@ -22,7 +22,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.brief import brief
 from ktriage.catalog.resolve import resolve_kernels, select_input_range, spec_input_id
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, separated, worded
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
 from ktriage.explain.engine import ExplainResult
@@ -200,29 +200,42 @@ def explain(
     fail_on = args.optional_text(fail_on, "fail_on", "--fail-on", example="regression")
     if fail_on is not None and fail_on not in FAIL_ON:
         raise KtriageError(
-            f"{option('fail_on', '--fail-on', fail_on)} is not one of {', '.join(FAIL_ON)}",
-            f"pass {option('fail_on', '--fail-on', 'regression')} for predicted regressions, or "
-            f"{option('fail_on', '--fail-on', 'any')} for any compile-side change",
+            worded(lambda o: f"{o('fail_on', '--fail-on', fail_on)} is not one of {', '.join(FAIL_ON)}"),
+            worded(
+                lambda o: (
+                    f"pass {o('fail_on', '--fail-on', 'regression')} for predicted regressions, or "
+                    f"{o('fail_on', '--fail-on', 'any')} for any compile-side change"
+                )
+            ),
         )
     check_gate(threshold, allow_zero=True)
     if fix_toolchains and not fixes:
         raise KtriageError(
-            f"{option('fix_toolchains', '--fix-toolchain')} names toolchains to try as fixes, but "
-            f"{option('fixes', '--fixes', True)} was not given",
-            f"add {option('fixes', '--fixes', True)}, or drop {option('fix_toolchains', '--fix-toolchain')}",
+            worded(
+                lambda o: (
+                    f"{o('fix_toolchains', '--fix-toolchain')} names toolchains to try as fixes, but "
+                    f"{o('fixes', '--fixes', True)} was not given"
+                )
+            ),
+            worded(lambda o: f"add {o('fixes', '--fixes', True)}, or drop {o('fix_toolchains', '--fix-toolchain')}"),
         )
     model = args.model(model)  # a file that is no model is refused here, before any toolchain is built
     if len(toolchains) < 1:
         raise KtriageError(
-            f"no {option('toolchains', '-t/--toolchain')} given",
-            "pass one or more (two or more to compare), e.g. "
-            f"{option('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}",
+            worded(lambda o: f"no {o('toolchains', '-t/--toolchain')} given"),
+            worded(
+                lambda o: (
+                    "pass one or more (two or more to compare), e.g. "
+                    f"{o('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}"
+                )
+            ),
         )
     asked = (("fail_on", "--fail-on", fail_on is not None), ("fixes", "--fixes", fixes))
     judged = [option(name, flag) for name, flag, on in asked if on]
     if len(toolchains) == 1 and judged:  # "--fail-on any: passed" and "no fix to propose" on a spilling kernel
         raise KtriageError(
-            f"{' and '.join(judged)} {agree(len(judged), 'needs', 'need')} a toolchain judged against a reference, and {toolchains[0]} is the only "
+            separated(" and ", judged)
+            + f" {agree(len(judged), 'needs', 'need')} a toolchain judged against a reference, and {toolchains[0]} is the only "
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
             "give the reference first and the toolchain to judge after it, e.g. "
             + option("toolchains", "-t", ["triton==3.3.1", toolchains[0]]),
@@ -237,9 +250,15 @@ def explain(
         ptx_diff = sass_diff = True
     if (ptx_diff or sass_diff) and len(kernels) != 1:
         raise KtriageError(
-            f"{option('ptx_diff', '--ptx-diff')} and {option('sass_diff', '--sass-diff')} show one kernel, but "
-            f"{len(kernels)} were selected",
-            f"select one input, e.g. {option('inputs', '--input', input_label(specs[0].meta, specs[0].name))}",
+            worded(
+                lambda o: (
+                    f"{o('ptx_diff', '--ptx-diff')} and {o('sass_diff', '--sass-diff')} show one kernel, but "
+                    f"{len(kernels)} were selected"
+                )
+            ),
+            worded(
+                lambda o: f"select one input, e.g. {o('inputs', '--input', input_label(specs[0].meta, specs[0].name))}"
+            ),
         )
     built = resolve_toolchains(toolchains)
     neighbours = resolve_toolchains(fix_toolchains) if fixes else []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ktriage.api import _args as args
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, SpecError, option
+from ktriage.errors import KtriageError, SpecError, option, worded
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
 from ktriage.spec.model import KernelSpec
@@ -113,8 +113,12 @@ def fidelity(
         families = sorted({c.name.split("[", 1)[0] for c in known})
         raise KtriageError(
             f"no fidelity case name contains {' or '.join(repr(k) for k in cases)}",
-            f"{option('cases', '-k/--case')} takes a part of a case name; the cases are (each over one or more "
-            f"inputs): {', '.join(families)}",
+            worded(
+                lambda o: (
+                    f"{o('cases', '-k/--case')} takes a part of a case name; the cases are (each over one or more "
+                    f"inputs): {', '.join(families)}"
+                )
+            ),
         )
     built = ensure_toolchains(specs, progress=_messages(say))
     with Compiler(jobs=jobs) as compiler:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
 from ktriage.brief import brief
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, joined, option
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -71,8 +71,11 @@ def occupancy(
     a = parse_arch(args.arch(arch))
     if shared > a.shared_per_block_optin:  # else 0 CTAs/SM, read as a result
         raise KtriageError(
-            f"shared (--shared) {shared} bytes per CTA is more than {a.name} allows one block: at most "
-            f"{a.shared_per_block_optin} bytes (with the opt-in; 48 KB without), so no CTA of it could launch",
+            joined(
+                option("shared", "--shared"),
+                f" {shared} bytes per CTA is more than {a.name} allows one block: at most {a.shared_per_block_optin} bytes "
+                "(with the opt-in; 48 KB without), so no CTA of it could launch",
+            ),
             f"pass the kernel's shared memory per CTA (Triton's metadata.shared), at most {a.shared_per_block_optin}",
         )
     return OccupancyReport(compute_occupancy(a, registers, warps, shared, barriers=barriers), a, barriers)

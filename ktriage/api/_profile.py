@@ -19,7 +19,7 @@ from ktriage.api._args import db as args_db
 from ktriage.api._args import entry_point
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, spelled, worded
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -96,22 +96,36 @@ def profile(
     db = args_db(db)
     if input is not None and input_id is not None:
         raise KtriageError(
-            f"both {option('input', '--input', input)} and {option('input_id', '--input-id', input_id)} name the "
-            "input to profile",
-            f"give one of them ({option('input', '--input')} takes an id too: {option('input', '--input', '7')})",
+            worded(
+                lambda o: (
+                    f"both {o('input', '--input', input)} and {o('input_id', '--input-id', input_id)} name the "
+                    "input to profile"
+                )
+            ),
+            worded(
+                lambda o: f"give one of them ({o('input', '--input')} takes an id too: {o('input', '--input', '7')})"
+            ),
         )
     results_option, raw_option = option("results", "--results"), option("raw_dir", "--raw-dir")
     if db is not None and results is None:
         raise KtriageError(
-            f"{option('db', '--db')} is the store where the run of {results_option} is updated, and no "
-            f"{results_option} was given",
-            f"add {option('results', '--results', 'R.json')} (the bundle's timing), or leave {option('db', '--db')} out",
+            worded(
+                lambda o: (
+                    f"{o('db', '--db')} is the store where the run of {spelled(results_option, o)} is updated, and no "
+                    f"{spelled(results_option, o)} was given"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"add {o('results', '--results', 'R.json')} (the bundle's timing), or leave {o('db', '--db')} out"
+                )
+            ),
         )
     if raw_dir is not None:
         check_writable(raw_dir, raw_option, folder=True)
     if ncu is not None and shutil.which(ncu) is None:
         raise KtriageError(
-            f"{option('ncu', '--ncu', ncu)}: no such program (or not executable)",
+            worded(lambda o: f"{o('ncu', '--ncu', ncu)}: no such program (or not executable)"),
             "give the path of Nsight Compute's ncu, e.g. /usr/local/cuda/bin/ncu, or put ncu on PATH",
         )
     loaded = load_bundle(bundle)
@@ -125,12 +139,16 @@ def profile(
     names = input_backends(loaded, case_id)  # an unknown input_id is refused here
     if backend is not None and backend not in names:
         raise KtriageError(
-            f"{option('backend', '--backend', backend)}: input {case_id} of bundle {bundle} has no such backend",
+            worded(
+                lambda o: (
+                    f"{o('backend', '--backend', backend)}: input {case_id} of bundle {bundle} has no such backend"
+                )
+            ),
             f"give one of: {', '.join(names)}",
         )
     folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
     if raw_dir is None:
-        check_writable(folder, f"the raw folder ({raw_option})", folder=True)
+        check_writable(folder, worded(lambda o: f"the raw folder ({spelled(raw_option, o)})"), folder=True)
     doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
     return ProfiledBundle(doc=doc, folder=folder)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from ktriage.api._args import entry_point, path_or_name, texts
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, worded
 from ktriage.record.run import RecordResult
 from ktriage.record.workload import WORKLOAD_KIND, Workload
 from ktriage.workload.recorded.bundle import BenchBlocker, bench_blockers
@@ -77,8 +77,8 @@ def record(
     path = Path(path_or_name(output, "output", "-o", example="W.json"))
     if path.suffix.lower() != ".json":
         raise KtriageError(
-            f"{option('output', '-o', str(path))}: a workload file ends in .json",
-            f"write it as {option('output', '-o', 'W.json')}",
+            worded(lambda o: f"{o('output', '-o', str(path))}: a workload file ends in .json"),
+            worded(lambda o: f"write it as {o('output', '-o', 'W.json')}"),
         )
     check_writable(path, option("output", "-o"))
     check_replaceable(path, option("output", "-o"), WORKLOAD_KIND.encode(), "a ktriage workload")

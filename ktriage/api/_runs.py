@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from ktriage.api import _args as args
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, run_as, worded
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a function here runs, not for `ktriage runs --help`
@@ -172,7 +172,7 @@ def runs_list(
     toolchain = args.optional_text(toolchain, "toolchain", "--toolchain", example="triton==3.4.0")
     if status is not None and status not in RUN_STATUSES:
         raise KtriageError(
-            f"{option('status', '--status', status)} is not a run status",
+            worded(lambda o: f"{o('status', '--status', status)} is not a run status"),
             f"give one of: {', '.join(RUN_STATUSES)} (a run whose writer is gone is stored as running)",
         )
     if toolchain is not None:  # a selector that names no part of a toolchain would list nothing, silently
@@ -298,8 +298,11 @@ def _refuse_tritonbench(path: Path, text: str) -> None:
     raise KtriageError(
         f"{path} is a TritonBench {kind}, not a ktriage results file: the store keeps ktriage's runs (every "
         "cell's samples and the run's provenance), and runs import reads only their JSON export",
-        f"compare it where it is (kt.compare(old=..., new=...), or `ktriage compare OLD.{kind.lower()} "
-        f"NEW.{kind.lower()}`; triage takes it too), or measure with ktriage bench, whose runs land in the store",
+        joined(
+            "compare it where it is (",
+            run_as("kt.compare(old=..., new=...)", f"ktriage compare OLD.{kind.lower()} NEW.{kind.lower()}"),
+            "; triage takes it too), or measure with ktriage bench, whose runs land in the store",
+        ),
     )
 
 

@@ -19,7 +19,7 @@ from ktriage.api._calibrate import gather_cells
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.atomic import write_atomic
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, spelled, worded
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.stats.gate import check_gate
@@ -146,8 +146,16 @@ def _scores_out(value: object) -> Path | None:
     out = Path(args.path_or_name(value, "scores_out", "--scores-out", example="scores.json"))
     if out.suffix not in (".json", ".md"):
         raise KtriageError(
-            f"{named} {out}: the suffix picks the format, and {out.suffix or 'none'} is neither .json nor .md",
-            f"name a .json file (every cell's prediction) or a .md file (the tables), e.g. {option('scores_out', '--scores-out', 'scores.json')}",
+            worded(
+                lambda o: (
+                    f"{spelled(named, o)} {out}: the suffix picks the format, and {out.suffix or 'none'} is neither .json nor .md"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"name a .json file (every cell's prediction) or a .md file (the tables), e.g. {o('scores_out', '--scores-out', 'scores.json')}"
+                )
+            ),
         )
     check_writable(out, named, example="scores.json")
     check_replaceable(out, named, SCORES_MARKER if out.suffix == ".json" else SCORES_TITLE, "a ktriage scores file")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
 from ktriage.brief import brief
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, run_as
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.toolchain.manager import LeftoverEnv, Toolchain
@@ -175,7 +175,9 @@ def _find(id_or_spec: str) -> Toolchain:
     if tc is None:
         raise KtriageError(
             f"no built toolchain matches {id_or_spec!r}",
-            "see kt.toolchain_list() (`ktriage toolchain list`), or build it with kt.toolchain_add(spec='SPEC') "
-            "(`ktriage toolchain add SPEC`)",
+            "see "
+            + run_as("kt.toolchain_list()", "ktriage toolchain list")
+            + ", or build it with "
+            + run_as("kt.toolchain_add(spec='SPEC')", "ktriage toolchain add SPEC"),
         )
     return tc

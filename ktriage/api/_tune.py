@@ -19,7 +19,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, joined, option, spelled, worded
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
@@ -164,7 +164,7 @@ def tune(
     if blocks is not None:
         if not isinstance(blocks, Mapping):
             raise KtriageError(
-                f"blocks (--block) is a {type(blocks).__name__}, not a mapping",
+                joined(option("blocks", "--block"), f" is a {type(blocks).__name__}, not a mapping"),
                 "pass e.g. blocks={'BLOCK_SIZE': [8192]}",
             )
         knobs = {
@@ -174,15 +174,29 @@ def tune(
         for k, v in knobs.items():  # an empty knob screened no config: "no config stays within 0 spill store bytes"
             if not k.strip() or not v:
                 raise KtriageError(
-                    f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
-                    "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
+                    joined(
+                        option("blocks", "--block"),
+                        f" {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
+                    ),
+                    Worded(
+                        "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
+                        "pass e.g. --block BLOCK_SIZE=8192,16384",
+                    ),
                 )
     screen_only, results_option = option("compile_only", "--compile-only"), option("results_file", "--results")
     if compile_only and results_file is not None:  # the timing step reads it, and compile_only skips that step
         raise KtriageError(
-            f"{results_option} reports the GPU winner from a timing of the tune bundle, but "
-            f"{option('compile_only', '--compile-only', True)} stops before timing",
-            f"drop {screen_only} to read the results, or drop {results_option} to screen only",
+            worded(
+                lambda o: (
+                    f"{spelled(results_option, o)} reports the GPU winner from a timing of the tune bundle, but "
+                    f"{o('compile_only', '--compile-only', True)} stops before timing"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"drop {spelled(screen_only, o)} to read the results, or drop {spelled(results_option, o)} to screen only"
+                )
+            ),
         )
     if results_file is not None and Path(results_file).exists():  # a folder, a report: refused after every compile
         from ktriage.measure.results_file import read_results
@@ -190,21 +204,29 @@ def tune(
         read_results(Path(results_file))  # missing is no error yet: the timing step prints the command that writes it
     if compile_only and len(toolchains) > 1:  # the others are timed on the GPU only: compile_only dropped them unsaid
         raise KtriageError(
-            f"{', '.join(toolchains[1:])} after the first of {option('toolchains', '-t/--toolchain')}: a further "
-            "toolchain is timed on the GPU with the library's config, "
-            f"and {option('compile_only', '--compile-only', True)} stops before timing",
-            f"screen with one toolchain ({option('toolchains', '-t', toolchains[0])}), or drop {screen_only} to time "
-            "the others too",
+            worded(
+                lambda o: (
+                    f"{', '.join(toolchains[1:])} after the first of {o('toolchains', '-t/--toolchain')}: a further "
+                    "toolchain is timed on the GPU with the library's config, "
+                    f"and {o('compile_only', '--compile-only', True)} stops before timing"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"screen with one toolchain ({o('toolchains', '-t', toolchains[0])}), or drop {spelled(screen_only, o)} to time "
+                    "the others too"
+                )
+            ),
         )
     if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
-        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
+        check_writable(Path(bundle), option("bundle", "--bundle"), folder=True)
         from ktriage.workload.bundles.format import check_bundle_folder
 
         check_bundle_folder(Path(bundle))  # a manifest.json not a bundle's: refused before the screen compiles
     if not toolchains:
         raise KtriageError(
-            f"no {option('toolchains', '-t/--toolchain')} given",
-            f"pass the toolchain to tune for, e.g. {option('toolchains', '-t', ['triton==3.4.0'])}",
+            worded(lambda o: f"no {o('toolchains', '-t/--toolchain')} given"),
+            worded(lambda o: f"pass the toolchain to tune for, e.g. {o('toolchains', '-t', ['triton==3.4.0'])}"),
         )
     specs = resolve_specs(
         target,
@@ -219,7 +241,7 @@ def tune(
     if len(specs) > 1 and not inputs and input_id is None and num_inputs is None:
         raise KtriageError(
             f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
-            f"pass the inputs to tune as {option('inputs', '--input')}, e.g. "
+            worded(lambda o: f"pass the inputs to tune as {o('inputs', '--input')}, e.g. ")
             + option("inputs", "--input", [input_label(s.meta, s.name) for s in specs[:2]]),
         )
     spaces = [config_space(spec, warps=warps, stages=stages, blocks=knobs) for spec in specs]

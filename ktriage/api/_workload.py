@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ktriage.api._args import entry_point
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.brief import brief
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, option, worded
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ def workload_import(*, traces: Path | Sequence[str | Path], output: str | Path) 
     paths = list(path_list(traces, "traces", "TRACE"))
     if output.suffix != ".json":
         raise KtriageError(
-            f"{option('output', '-o', str(output))}: a workload file ends in .json",
-            f"write it as {option('output', '-o', 'W.json')}",
+            worded(lambda o: f"{o('output', '-o', str(output))}: a workload file ends in .json"),
+            worded(lambda o: f"write it as {o('output', '-o', 'W.json')}"),
         )
     check_writable(output, option("output", "-o"))
     check_replaceable(output, option("output", "-o"), WORKLOAD_KIND.encode(), "a ktriage workload")
@@ -119,6 +119,6 @@ def workload_import(*, traces: Path | Sequence[str | Path], output: str | Path) 
     except OSError as exc:
         raise KtriageError(
             f"cannot write the workload {output}: {exc.strerror or exc}",
-            f"choose a writable {option('output', '-o')} path",
+            worded(lambda o: f"choose a writable {o('output', '-o')} path"),
         ) from exc
     return WorkloadImported(w, output)

@@ -46,26 +46,26 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
     error (``-o``, ``--raw-dir``); ``example`` is the file name the fix suggests for a folder given."""
     import tempfile
 
-    fix = f"choose a writable {option} path"
+    fix = "choose a writable " + option + " path"
     long = next((p for p in path.parts if len(os.fsencode(p)) > NAME_MAX), None)
     if long is not None:
         raise KtriageError(
-            f"{option} {str(path)[:80]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, "
+            option + f" {str(path)[:80]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, "
             f"over the file system's {NAME_MAX}",
-            f"{fix} with shorter names",
+            fix + " with shorter names",
         )
     if len(os.fsencode(str(path.absolute()))) >= PATH_MAX:
-        raise KtriageError(f"{option} {str(path)[:80]}...: the path is over {PATH_MAX} bytes", f"{fix}, shorter")
+        raise KtriageError(option + f" {str(path)[:80]}...: the path is over {PATH_MAX} bytes", fix + ", shorter")
     if not folder and is_char_device(path):  # -o /dev/null: opened for writing, nothing made in /dev
         if not os.access(path, os.W_OK):
-            raise KtriageError(f"{option} {path}: the device cannot be written (permission denied)", fix)
+            raise KtriageError(option + f" {path}: the device cannot be written (permission denied)", fix)
         return
     where = path
     try:
         if folder and path.exists() and not path.is_dir():
-            raise KtriageError(f"{option} {path} is a file, not a folder", "give a folder (it is created if missing)")
+            raise KtriageError(option + f" {path} is a file, not a folder", "give a folder (it is created if missing)")
         if not folder and path.is_dir():
-            raise KtriageError(f"{option} {path} is a folder", f"give a file name, e.g. {path / example}")
+            raise KtriageError(option + f" {path} is a folder", f"give a file name, e.g. {path / example}")
         where = path if folder else path.parent
         while not where.exists() and where != where.parent:
             where = where.parent
@@ -74,7 +74,7 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
         with tempfile.NamedTemporaryFile(dir=where, prefix=".ktriage-probe-"):
             pass
     except OSError as exc:
-        raise KtriageError(f"{option} {path}: cannot write in {where}: {exc.strerror or exc}", fix) from None
+        raise KtriageError(option + f" {path}: cannot write in {where}: {exc.strerror or exc}", fix) from None
 
 
 def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None:
@@ -83,6 +83,6 @@ def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None
     head = file_head(path)
     if head is not None and marker not in head:
         raise KtriageError(
-            f"{option} {path} exists and is not {what}: it would be overwritten",
+            option + f" {path} exists and is not {what}: it would be overwritten",
             f"give a new file name, or remove {path} first",
         )

@@ -34,7 +34,7 @@ from ktriage.bisect.predicates import (
     MetricPredicate,
 )
 from ktriage.bisect.workspace import Prepared, ToolchainUnavailable, Workspace
-from ktriage.errors import KtriageError, MeasureError, option
+from ktriage.errors import KtriageError, MeasureError, worded
 from ktriage.execute.base import Executor, Job, JobResult, NodeUnfit, PinnedWorker, Placement
 from ktriage.home import home_subdir
 from ktriage.schema.jsontypes import JSONObject
@@ -180,7 +180,11 @@ class ClusterMetricPredicate(MetricPredicate):
             else:
                 raise result.job_error() or KtriageError(
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
-                    f"the same candidate fails locally too? run without {option('cluster', '--cluster')} to see it",
+                    worded(
+                        lambda o: (
+                            f"the same candidate fails locally too? run without {o('cluster', '--cluster')} to see it"
+                        )
+                    ),
                 )
         return out
 
@@ -207,7 +211,7 @@ class ClusterCommandPredicate(CommandPredicate):
             else:
                 raise result.job_error() or KtriageError(  # BisectAbort too: the command's own, naming the node
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
-                    f"run without {option('cluster', '--cluster')} to see it",
+                    worded(lambda o: f"run without {o('cluster', '--cluster')} to see it"),
                 )
         return out
 
@@ -281,9 +285,13 @@ class RemoteMeasure:
         if not result.ok or result.value is None:
             raise result.job_error() or MeasureError(
                 f"the timing job failed on the cluster: {result.error}",
-                "check the GPU node (ray status) and that the bundle is at the same path there; "
-                f"a lost GPU worker is not replaced mid-bisect: {option('resume', '--resume', True)} continues "
-                "from the saved rounds",
+                worded(
+                    lambda o: (
+                        "check the GPU node (ray status) and that the bundle is at the same path there; "
+                        f"a lost GPU worker is not replaced mid-bisect: {o('resume', '--resume', True)} continues "
+                        "from the saved rounds"
+                    )
+                ),
             )
         samples, errors = result.value
         self.errors.update(errors)

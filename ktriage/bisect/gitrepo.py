@@ -13,7 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from ktriage.errors import KtriageError, ToolchainError, option
+from ktriage.errors import KtriageError, ToolchainError, worded
 
 # `git worktree add/remove` edit .git/worktrees; parallel candidates of one round take turns.
 _WORKTREE_LOCK = threading.Lock()
@@ -44,14 +44,14 @@ def repo_root(path: Path) -> Path:
     if not path.exists():
         raise ToolchainError(
             f"repository {path} does not exist",
-            f"give the path of a local git checkout, e.g. {option('source', '--source', 'git:../triton')}",
+            worded(lambda o: f"give the path of a local git checkout, e.g. {o('source', '--source', 'git:../triton')}"),
         )
     try:
         return Path(git(path, "rev-parse", "--show-toplevel")).resolve()
     except KtriageError:
         raise ToolchainError(
             f"{path} is not a git repository",
-            f"give the path of a local git checkout, e.g. {option('source', '--source', 'git:../triton')}",
+            worded(lambda o: f"give the path of a local git checkout, e.g. {o('source', '--source', 'git:../triton')}"),
         ) from None
 
 
@@ -76,15 +76,23 @@ def commit_range(repo: Path, good: str, bad: str, *, first_parent: bool = False)
     good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
     if good_sha == bad_sha:
         raise ToolchainError(
-            f"{option('good', '--good', good)} and {option('bad', '--bad', bad)} are the same commit ({good_sha[:12]})",
+            worded(
+                lambda o: (
+                    f"{o('good', '--good', good)} and {o('bad', '--bad', bad)} are the same commit ({good_sha[:12]})"
+                )
+            ),
             "give a good commit older than the bad one",
         )
     anc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha], check=False)
     if anc.returncode != 0:
         raise ToolchainError(
             f"good commit {good} ({good_sha[:12]}) is not an ancestor of bad commit {bad} ({bad_sha[:12]})",
-            f"swap {option('good', '--good')} and {option('bad', '--bad')} if they are reversed, "
-            "or pick a good commit on the bad commit's history",
+            worded(
+                lambda o: (
+                    f"swap {o('good', '--good')} and {o('bad', '--bad')} if they are reversed, "
+                    "or pick a good commit on the bad commit's history"
+                )
+            ),
         )
     args = ["rev-list", "--reverse"] + (["--first-parent"] if first_parent else []) + [f"{good_sha}..{bad_sha}"]
     shas = [s for s in git(repo, *args).splitlines() if s]

@@ -34,7 +34,7 @@ from ktriage.bisect.workspace import (
     tail,
 )
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, spelled, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.wording import agree, plural
@@ -74,8 +74,12 @@ def check_metric(metric: str, *, timed: bool = True) -> str:
     ``bisect-step`` compiles the checkout and cannot time it, so its error must not offer it)."""
     if metric == "latency" and not timed:
         raise KtriageError(
-            f"{option('metric', '--metric', metric)} is a timed bisect's metric: bisect-step compiles the "
-            "checked-out kernels and judges a compile metric",
+            worded(
+                lambda o: (
+                    f"{o('metric', '--metric', metric)} is a timed bisect's metric: bisect-step compiles the "
+                    "checked-out kernels and judges a compile metric"
+                )
+            ),
             f"use a compile metric ({', '.join(RESOURCE_METRICS[:4])}, sass:OPCODE ...), or time toolchains with "
             "`ktriage bisect --metric latency --bundle DIR` (docs/bisect_timing.md)",
         )
@@ -84,8 +88,8 @@ def check_metric(metric: str, *, timed: bool = True) -> str:
         # opcodes are upper case: sass:atomg counted 0 everywhere (modifiers may not be: F32x4)
         if base != base.upper():
             raise KtriageError(
-                f"{option('metric', '--metric', metric)}: SASS opcodes are written in upper case",
-                f"write {option('metric', '--metric', f'sass:{base.upper()}{dot}{modifiers}')}",
+                worded(lambda o: f"{o('metric', '--metric', metric)}: SASS opcodes are written in upper case"),
+                worded(lambda o: f"write {o('metric', '--metric', f'sass:{base.upper()}{dot}{modifiers}')}"),
             )
         return metric
     if metric in RESOURCE_METRICS:
@@ -304,7 +308,11 @@ class KernelSource:
             if prepared.checkout is None:
                 raise KtriageError(
                     "a spec path inside the repository needs a git source",
-                    f"use {option('spec', '--spec')} with a file path, or {option('source', '--source', 'git:PATH')}",
+                    worded(
+                        lambda o: (
+                            f"use {o('spec', '--spec')} with a file path, or {o('source', '--source', 'git:PATH')}"
+                        )
+                    ),
                 )
             path = prepared.checkout / self.repo_spec
             if not path.exists():
@@ -441,7 +449,11 @@ class KernelMeasurer:
         if not prepared.toolchain:
             raise KtriageError(
                 "compiling a candidate needs a toolchain",
-                f"add {option('toolchain', '--toolchain')}, e.g. {option('toolchain', '--toolchain', 'triton==3.4.0')}",
+                worded(
+                    lambda o: (
+                        f"add {o('toolchain', '--toolchain')}, e.g. {o('toolchain', '--toolchain', 'triton==3.4.0')}"
+                    )
+                ),
             )
         before = self.compiler.thread_compiles()
         try:
@@ -549,10 +561,11 @@ class MetricPredicate:
                 if _lacks_metric(kernel, error) and kernel not in self._warned:
                     self._warned.add(kernel)
                     log.warning(
-                        f"{error} (at {obs.candidate.label}): the bisect leaves {kernel} out wherever it has none "
-                        "(each observation's measurements.failed names it); to judge it, "
-                        f"pick another {option('metric', '--metric')} "
-                        f"(e.g. {'registers' if self.metric != 'registers' else 'stack_bytes'})"
+                        joined(
+                            f"{error} (at {obs.candidate.label}): the bisect leaves {kernel} out wherever it has none (each observation's measurements.failed names it); to judge it, pick another ",
+                            option("metric", "--metric"),
+                            f" (e.g. {('registers' if self.metric != 'registers' else 'stack_bytes')})",
+                        )
                     )
 
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
@@ -581,7 +594,11 @@ class MetricPredicate:
             raise KtriageError(
                 f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown}){absent}",
                 ("check the opcode's spelling (the SASS opcodes explain lists), " if absent else "")
-                + f"check {_GOOD} and {_BAD}, pick another {option('metric', '--metric')} (e.g. {others}) or other kernels",
+                + worded(
+                    lambda o: (
+                        f"check {spelled(_GOOD, o)} and {spelled(_BAD, o)}, pick another {o('metric', '--metric')} (e.g. {others}) or other kernels"
+                    )
+                ),
             )
         for obs, which in ((g_obs, "good"), (b_obs, "bad")):
             here = saved_failures(obs)
@@ -679,8 +696,12 @@ class CommandPredicate:
         if outcome is None:
             raise BisectAbort(
                 f"the command exited {result.returncode} at {candidate.label} (>= 128 aborts the bisect, as in git bisect run)",
-                "fix the command (exit 125 to skip a candidate it cannot test); "
-                f"{option('resume', '--resume', True)} continues where it stopped",
+                worded(
+                    lambda o: (
+                        "fix the command (exit 125 to skip a candidate it cannot test); "
+                        f"{o('resume', '--resume', True)} continues where it stopped"
+                    )
+                ),
             )
         reason = {"good": "exit 0", "skip": "exit 125 (skip)", "bad": f"exit {result.returncode}"}[outcome]
         return Observation(candidate, outcome, reason, meas, empty_cost(), 1.0 if outcome != "skip" else None)
@@ -701,11 +722,19 @@ class CommandPredicate:
             if g.outcome == b.outcome:
                 raise KtriageError(
                     f"endpoints do not differ: the command says {g.outcome} ({g.reason}) at both {good.label} and {bad.label}",
-                    f"check {_GOOD}, {_BAD} and the command (it must exit 0 at the good endpoint and 1-127 at the bad one)",
+                    worded(
+                        lambda o: (
+                            f"check {spelled(_GOOD, o)}, {spelled(_BAD, o)} and the command (it must exit 0 at the good endpoint and 1-127 at the bad one)"
+                        )
+                    ),
                 )
             raise KtriageError(
                 f"the endpoints are not good/bad for the command: {good.label}: {g.outcome} ({g.reason}); {bad.label}: {b.outcome} ({b.reason})",
-                f"the command must exit 0 at {_GOOD} and 1-127 (not 125) at {_BAD}; swap them if they are reversed",
+                worded(
+                    lambda o: (
+                        f"the command must exit 0 at {spelled(_GOOD, o)} and 1-127 (not 125) at {spelled(_BAD, o)}; swap them if they are reversed"
+                    )
+                ),
             )
         return [g, b]
 

@@ -46,7 +46,7 @@ from ktriage.bisect.sources import (
 )
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, run_as, separated, spelled, worded
 from ktriage.execute.base import Executor, remote_label
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
@@ -178,18 +178,24 @@ def check_options(opts: BisectOptions) -> Source:
     metric, command = option("metric", "--metric"), option("command", "--command")
     if opts.metric is None and opts.command is None:
         raise KtriageError(
-            f"no predicate: give {metric} or {command}",
-            f"e.g. {option('metric', '--metric', 'spill_store_bytes')}, {option('metric', '--metric', 'latency')}, "
-            f"or {option('command', '--command', './test.sh')}",
+            worded(lambda o: f"no predicate: give {spelled(metric, o)} or {spelled(command, o)}"),
+            worded(
+                lambda o: (
+                    f"e.g. {o('metric', '--metric', 'spill_store_bytes')}, {o('metric', '--metric', 'latency')}, "
+                    f"or {o('command', '--command', './test.sh')}"
+                )
+            ),
         )
     if opts.metric is not None and opts.command is not None:
-        raise KtriageError(f"{metric} and {command} were both given", "choose one predicate")
+        raise KtriageError(
+            worded(lambda o: f"{spelled(metric, o)} and {spelled(command, o)} were both given"), "choose one predicate"
+        )
     if opts.metric is not None and opts.metric != "latency":
         check_metric(opts.metric)
     if opts.workers < 1:  # kt.bisect refuses it first (api._args.WORKERS); BisectOptions built by hand
         raise KtriageError(
-            f"{option('workers', '--workers', opts.workers)} must be >= 1",
-            f"e.g. {option('workers', '--workers', 3)} tests 3 candidates per round",
+            worded(lambda o: f"{o('workers', '--workers', opts.workers)} must be >= 1"),
+            worded(lambda o: f"e.g. {o('workers', '--workers', 3)} tests 3 candidates per round"),
         )
     source = parse_source(opts.source)
     needs_kernels = opts.metric is not None and opts.metric != "latency"  # latency: the bundle holds the kernels
@@ -197,39 +203,60 @@ def check_options(opts: BisectOptions) -> Source:
     op, spec = option("op", "--op"), option("spec", "--spec")
     if needs_kernels and not (opts.op or opts.spec):
         raise KtriageError(
-            f"{option('metric', '--metric', opts.metric)} needs kernels",
-            f"add {option('op', '--op', 'NAME')} (a catalog op) or {option('spec', '--spec', 'FILE.toml')}",
+            worded(lambda o: f"{o('metric', '--metric', opts.metric)} needs kernels"),
+            worded(lambda o: f"add {o('op', '--op', 'NAME')} (a catalog op) or {o('spec', '--spec', 'FILE.toml')}"),
         )
     if opts.op and opts.spec:
-        raise KtriageError(f"{op} and {spec} were both given", "choose one way to name the kernels")
+        raise KtriageError(
+            worded(lambda o: f"{spelled(op, o)} and {spelled(spec, o)} were both given"),
+            "choose one way to name the kernels",
+        )
     if source.kind == "ptxas" and not opts.toolchain:
         raise KtriageError(
-            f"{option('source', '--source', 'ptxas')} needs the fixed frontend",
-            f"add {option('toolchain', '--toolchain', 'triton==3.4.0')}",
+            worded(lambda o: f"{o('source', '--source', 'ptxas')} needs the fixed frontend"),
+            worded(lambda o: f"add {o('toolchain', '--toolchain', 'triton==3.4.0')}"),
         )
     if source.kind == "git" and opts.metric == "latency":
         raise KtriageError(
-            f"{option('metric', '--metric', 'latency')} bisects toolchains from a bundle, not commits",
-            f"for commits use a compile metric, or {command} with a timing script",
+            worded(lambda o: f"{o('metric', '--metric', 'latency')} bisects toolchains from a bundle, not commits"),
+            worded(lambda o: f"for commits use a compile metric, or {spelled(command, o)} with a timing script"),
         )
     if source.kind == "git" and needs_kernels and not opts.toolchain:
         raise KtriageError(
-            f"compiling commits needs a toolchain: no {toolchain} given",
-            f"add {option('toolchain', '--toolchain', 'triton==3.4.0')} (or triton={{checkout}}/dist/*.whl after a wheel build)",
+            worded(lambda o: f"compiling commits needs a toolchain: no {spelled(toolchain, o)} given"),
+            worded(
+                lambda o: (
+                    f"add {o('toolchain', '--toolchain', 'triton==3.4.0')} (or triton={{checkout}}/dist/*.whl after a wheel build)"
+                )
+            ),
         )
     _check_git_only(opts, source)
     if bool(opts.pin_file) != bool(opts.pin_repo):
         raise KtriageError(
-            f"{option('pin_file', '--pin-file')} and {option('pin_repo', '--pin-repo')} go together",
-            f"e.g. {option('pin_file', '--pin-file', 'cmake/llvm-hash.txt')} with "
-            f"{option('pin_repo', '--pin-repo', '../llvm-project')}",
+            worded(lambda o: f"{o('pin_file', '--pin-file')} and {o('pin_repo', '--pin-repo')} go together"),
+            worded(
+                lambda o: (
+                    f"e.g. {o('pin_file', '--pin-file', 'cmake/llvm-hash.txt')} with "
+                    f"{o('pin_repo', '--pin-repo', '../llvm-project')}"
+                )
+            ),
         )
     if opts.metric == "latency" and not opts.bundle:
         raise KtriageError(
-            f"{option('metric', '--metric', 'latency')} measures on the GPU from a compile-here bundle",
-            "build one for the candidate toolchains with kt.bench(op=..., toolchains=[...], compile_only=True, "
-            "bundle='DIR') (`ktriage bench --compile-only --bundle DIR -t ...`) and pass "
-            f"{option('bundle', '--bundle', 'DIR')} with {option('backend', '--backend', 'NAME')}",
+            worded(lambda o: f"{o('metric', '--metric', 'latency')} measures on the GPU from a compile-here bundle"),
+            worded(
+                lambda o: (
+                    "build one for the candidate toolchains with "
+                    + spelled(
+                        run_as(
+                            "kt.bench(op=..., toolchains=[...], compile_only=True, bundle='DIR')",
+                            "ktriage bench --compile-only --bundle DIR -t ...",
+                        ),
+                        o,
+                    )
+                    + f" and pass {o('bundle', '--bundle', 'DIR')} with {o('backend', '--backend', 'NAME')}"
+                )
+            ),
         )
     if opts.metric == "latency":
         _check_timed(opts)
@@ -258,11 +285,16 @@ def _check_git_only(opts: BisectOptions, source: Source) -> None:
         if value
     ]
     if given:
+        listed = separated(", ", given)
         raise KtriageError(
-            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to "
-            f"{option('source', '--source', 'git:PATH')} only (commits built in checkouts), not to "
-            f"{option('source', '--source', opts.source)}",
-            f"drop {', '.join(given)}: a {source.kind} candidate is a release, installed, never checked out or built",
+            worded(
+                lambda o: (
+                    f"{spelled(listed, o)} {agree(len(given), 'applies', 'apply')} to "
+                    f"{o('source', '--source', 'git:PATH')} only (commits built in checkouts), not to "
+                    f"{o('source', '--source', opts.source)}"
+                )
+            ),
+            "drop " + listed + f": a {source.kind} candidate is a release, installed, never checked out or built",
         )
 
 
@@ -281,11 +313,16 @@ def _check_untimed(opts: BisectOptions) -> None:
         if getattr(opts, name) != default[name]
     ]
     if given:
+        listed = separated(", ", given)
         what = option("metric", "--metric", opts.metric) if opts.metric else option("command", "--command")
         raise KtriageError(
-            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to a timed bisect "
-            f"({option('metric', '--metric', 'latency')}), not to {what}",
-            f"drop {', '.join(given)}: the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
+            worded(
+                lambda o: (
+                    f"{spelled(listed, o)} {agree(len(given), 'applies', 'apply')} to a timed bisect "
+                    f"({o('metric', '--metric', 'latency')}), not to {spelled(what, o)}"
+                )
+            ),
+            "drop " + listed + f": the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
         )
 
 
@@ -297,13 +334,21 @@ def _check_pin(repo: Path, bad: str, pin_file: str, pin_repo: Path) -> None:
         gitrepo.repo_root(pin_repo)
     except KtriageError as exc:
         raise KtriageError(
-            f"{option('pin_repo', '--pin-repo')}: {exc.problem}",
-            f"give the local checkout of the pinned repository, e.g. {option('pin_repo', '--pin-repo', '../llvm-project')}",
+            joined(option("pin_repo", "--pin-repo"), ": ", exc.problem),
+            worded(
+                lambda o: (
+                    f"give the local checkout of the pinned repository, e.g. {o('pin_repo', '--pin-repo', '../llvm-project')}"
+                )
+            ),
         ) from None
     if read_pin(gitrepo.file_at(repo, gitrepo.resolve_commit(repo, bad), pin_file)) is None:
         raise KtriageError(
-            f"{option('pin_file', '--pin-file', pin_file)} holds no commit hash at {option('bad', '--bad', bad)} in "
-            f"{repo} (no such file, or no 7-40 digit hex word)",
+            worded(
+                lambda o: (
+                    f"{o('pin_file', '--pin-file', pin_file)} holds no commit hash at {o('bad', '--bad', bad)} in "
+                    f"{repo} (no such file, or no 7-40 digit hex word)"
+                )
+            ),
             "name the file that pins the other repository's commit, relative to the repository's top, e.g. cmake/llvm-hash.txt",
         )
 
@@ -321,21 +366,31 @@ def _check_timed(opts: BisectOptions) -> None:
     example = held[0] if held else "liger_layer_norm"
     if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
         raise KtriageError(
-            f"{option('metric', '--metric', 'latency')} needs one {option('backend', '--backend')} and one numeric "
-            f"{option('inputs', '--input')} id",
-            f"e.g. {option('backend', '--backend', example)} and {option('inputs', '--input', ['7'])}",
+            worded(
+                lambda o: (
+                    f"{o('metric', '--metric', 'latency')} needs one {o('backend', '--backend')} and one numeric "
+                    f"{o('inputs', '--input')} id"
+                )
+            ),
+            worded(lambda o: f"e.g. {o('backend', '--backend', example)} and {o('inputs', '--input', ['7'])}"),
         )
     if opts.backend not in held:
         raise KtriageError(
-            f"{option('backend', '--backend', opts.backend)} is not an artifact backend of bundle {opts.bundle} "
-            f"({bundle.op})",
+            worded(
+                lambda o: (
+                    f"{o('backend', '--backend', opts.backend)} is not an artifact backend of bundle {opts.bundle} "
+                    f"({bundle.op})"
+                )
+            ),
             f"use one it holds: {', '.join(held)}"
             if held
             else f"build a bundle of an op with a replayed backend ({', '.join(replays())})",
         )
     if opts.artifact_timing not in TIMINGS:
         raise KtriageError(
-            f"{option('artifact_timing', '--artifact-timing', opts.artifact_timing)} is not a timing target",
+            worded(
+                lambda o: f"{o('artifact_timing', '--artifact-timing', opts.artifact_timing)} is not a timing target"
+            ),
             f"use one of: {', '.join(TIMINGS)}",
         )
 

@@ -22,7 +22,17 @@ from ktriage import progress
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.outside import outside_endpoints, saved_values
-from ktriage.errors import FormatError, KtriageError, check_format_version, option
+from ktriage.errors import (
+    FormatError,
+    KtriageError,
+    Worded,
+    check_format_version,
+    joined,
+    option,
+    separated,
+    spelled,
+    worded,
+)
 from ktriage.schema.bisect_state import FIX as STATE_FIX
 from ktriage.schema.bisect_state import BisectStateSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
@@ -148,7 +158,7 @@ class StageResult:
 _STATE, _RESUME = option("state", "--state"), option("resume", "--resume")
 
 
-def _state(path: Path) -> str:
+def _state(path: Path) -> Worded:
     """``state='PATH' (--state PATH)``: the state file a message is about, as both callers give it."""
     return option("state", "--state", str(path))
 
@@ -208,22 +218,32 @@ class StateFile:
         if not path.exists():
             raise FormatError(
                 f"no bisect state at {path} to resume",
-                f"run without {_RESUME} first (or give the same {_STATE} path)",
+                worded(
+                    lambda o: f"run without {spelled(_RESUME, o)} first (or give the same {spelled(_STATE, o)} path)"
+                ),
             )
         data = _existing_state(path, resume=True)
         if data is None:
             raise FormatError(
                 f"bisect state {path} is empty: there is nothing to resume",
-                f"run without {_RESUME} to start over there",
+                worded(lambda o: f"run without {spelled(_RESUME, o)} to start over there"),
             )
         if data.get("fingerprint") != fingerprint:
             stored = data.get("fingerprint", {})
             diff = sorted(k for k in set(fingerprint) | set(stored) if fingerprint.get(k) != stored.get(k))
             raise FormatError(
-                f"bisect state {path} was made for another bisect: {_describe_bisect(stored)}, "
-                f"{_recorded(data)} (differs in: {', '.join(diff)})",
-                f"resume it with its own options; to start this bisect, give another {_STATE} path "
-                f"(or delete {path} to discard that one)",
+                worded(
+                    lambda o: (
+                        f"bisect state {path} was made for another bisect: {spelled(_describe_bisect(stored), o)}, "
+                        f"{_recorded(data)} (differs in: {', '.join(diff)})"
+                    )
+                ),
+                worded(
+                    lambda o: (
+                        f"resume it with its own options; to start this bisect, give another {spelled(_STATE, o)} path "
+                        f"(or delete {path} to discard that one)"
+                    )
+                ),
             )
         state.data = data
         return state
@@ -241,11 +261,19 @@ class StateFile:
             same = stored == fingerprint
             which = "this bisect" if same else "another bisect"
             raise KtriageError(
-                f"{_state(path)} already holds {which}: {_describe_bisect(stored)}, {_recorded(data)}; "
-                "starting over would discard them",
-                (f"add {option('resume', '--resume', True)} to continue it; " if same else "")
-                + f"to start over, give another {_STATE} path or delete {path}"
-                + ("" if same else f" ({_RESUME} continues that bisect only with its own options)"),
+                worded(
+                    lambda o: (
+                        f"{spelled(_state(path), o)} already holds {which}: {spelled(_describe_bisect(stored), o)}, {_recorded(data)}; "
+                        "starting over would discard them"
+                    )
+                ),
+                (worded(lambda o: f"add {o('resume', '--resume', True)} to continue it; ") if same else "")
+                + worded(lambda o: f"to start over, give another {spelled(_STATE, o)} path or delete {path}")
+                + (
+                    ""
+                    if same
+                    else worded(lambda o: f" ({spelled(_RESUME, o)} continues that bisect only with its own options)")
+                ),
             )
         return cls(path, fingerprint)
 
@@ -258,7 +286,11 @@ class StateFile:
             if [c["id"] for c in record["candidates"]] != ids:
                 raise FormatError(
                     f"bisect state {self.path}: stage {name} lists other candidates than now",
-                    f"the history or the index changed; start again with another {_STATE} path (or delete {self.path})",
+                    worded(
+                        lambda o: (
+                            f"the history or the index changed; start again with another {spelled(_STATE, o)} path (or delete {self.path})"
+                        )
+                    ),
                 )
             return record
         del stages[number:]
@@ -293,12 +325,18 @@ def _existing_state(path: Path, *, resume: bool) -> StateData | None:
     if not head:
         return None
     kind = data_kind(head)
-    other = f"give another {_STATE} path, e.g. {_state(path.with_name(path.stem + '-bisect.json'))}"
+    other = worded(
+        lambda o: (
+            f"give another {spelled(_STATE, o)} path, e.g. {spelled(_state(path.with_name(path.stem + '-bisect.json')), o)}"
+        )
+    )
     if kind is not None and kind != BISECT_STATE:
         if resume:
             raise FormatError(
-                f"{_state(path)} is {kind}, not a bisect state: there is nothing to resume",
-                f"give the {_STATE} path the bisect was started with",
+                worded(
+                    lambda o: f"{spelled(_state(path), o)} is {kind}, not a bisect state: there is nothing to resume"
+                ),
+                worded(lambda o: f"give the {spelled(_STATE, o)} path the bisect was started with"),
             )
         check_not_data(
             path, _STATE, allowed=(BISECT_STATE, None), written="the bisect state", fix=other, named=_state(path)
@@ -310,18 +348,24 @@ def _existing_state(path: Path, *, resume: bool) -> StateData | None:
             if resume:
                 raise
             raise KtriageError(
-                f"{_state(path)} holds a bisect state that cannot be read ({exc.problem}): "
-                "starting over would replace it",
-                f"give another {_STATE} path, or delete {path} to start over there",
+                joined(
+                    _state(path),
+                    " holds a bisect state that cannot be read (",
+                    exc.problem,
+                    "): starting over would replace it",
+                ),
+                worded(lambda o: f"give another {spelled(_STATE, o)} path, or delete {path} to start over there"),
             ) from None
         first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
         what = f"is no bisect state (it begins {first[:60]!r})"
         if resume:
             raise FormatError(
-                f"{_state(path)} {what}: there is nothing to resume",
-                f"give the {_STATE} path the bisect was started with",
+                worded(lambda o: f"{spelled(_state(path), o)} {what}: there is nothing to resume"),
+                worded(lambda o: f"give the {spelled(_STATE, o)} path the bisect was started with"),
             ) from None
-        raise KtriageError(f"{_state(path)} exists and {what}: the bisect state would replace it", other) from None
+        raise KtriageError(
+            worded(lambda o: f"{spelled(_state(path), o)} exists and {what}: the bisect state would replace it"), other
+        ) from None
 
 
 def _read_state(path: Path) -> StateData:
@@ -356,7 +400,7 @@ def _recorded(data: StateData) -> str:
     return f"{plural(rounds, 'round')} recorded ({plural(tested, 'candidate')} tested, endpoints included; {ended})"
 
 
-def _describe_bisect(fingerprint: JSONObject) -> str:
+def _describe_bisect(fingerprint: JSONObject) -> Worded:
     """A bisect's question as its options spell it (source, ends, predicate, kernels), from the
     fingerprint a state file keeps: which bisect a state belongs to, in a message. Each option as
     kt.bisect's keyword and the command's flag (``metric='latency' (--metric latency)``): the message
@@ -366,7 +410,7 @@ def _describe_bisect(fingerprint: JSONObject) -> str:
         value = fingerprint.get(key)
         return "" if value is None or value is False else str(value)
 
-    words = [f"{get('source') or '?'} {get('good') or '?'}..{get('bad') or '?'}"]
+    words: list[str] = [f"{get('source') or '?'} {get('good') or '?'}..{get('bad') or '?'}"]
     for key in ("metric", "command", "op", "mode"):
         if get(key) and (key != "mode" or get("op")):  # the pass of an op's kernels (a spec file names its own)
             words.append(option(key, f"--{key}", get(key)))
@@ -376,7 +420,7 @@ def _describe_bisect(fingerprint: JSONObject) -> str:
     for key in ("spec", "backend", "toolchain"):
         if get(key):
             words.append(option(key, f"--{key}", get(key)))
-    return " ".join(words)
+    return Worded(separated(" ", words))
 
 
 # --------------------------------------------------------------------------- the search

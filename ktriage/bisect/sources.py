@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, spelled, worded
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.toolchain.releases import nvcc_package
 from ktriage.toolchain.spec import parse_toolchain
@@ -55,18 +55,24 @@ def parse_source(text: str) -> Source:
     kind, sep, rest = t.partition(":")
     if not sep or not rest:
         raise KtriageError(
-            f"{option('source', '--source', text)} is not one of the known forms", f"write one of: {forms}"
+            worded(lambda o: f"{o('source', '--source', text)} is not one of the known forms"), f"write one of: {forms}"
         )
     if kind == "pypi":
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", rest):
             raise KtriageError(
-                f"{option('source', '--source', text)}: {rest!r} is not a package name",
-                f"e.g. {option('source', '--source', 'pypi:triton')} or {option('source', '--source', 'pypi:liger-kernel')}",
+                worded(lambda o: f"{o('source', '--source', text)}: {rest!r} is not a package name"),
+                worded(
+                    lambda o: (
+                        f"e.g. {o('source', '--source', 'pypi:triton')} or {o('source', '--source', 'pypi:liger-kernel')}"
+                    )
+                ),
             )
         return Source("pypi", package=rest.lower())
     if kind == "git":
         return Source("git", repo=gitrepo.repo_root(Path(rest).expanduser().resolve()))
-    raise KtriageError(f"{option('source', '--source', text)}: unknown kind {kind!r}", f"write one of: {forms}")
+    raise KtriageError(
+        worded(lambda o: f"{o('source', '--source', text)}: unknown kind {kind!r}"), f"write one of: {forms}"
+    )
 
 
 # --------------------------------------------------------------------------- PyPI versions
@@ -137,7 +143,7 @@ def versions_between(
         except InvalidVersion:
             # packaging's own words ("Invalid version: 'latest'") named neither the flag nor a version to give
             raise KtriageError(
-                f"{option(name, f'--{name}', text)} is not a version number",
+                joined(option(name, f"--{name}", text), " is not a version number"),
                 f"give a release of the {what} {where}: {near}",
             ) from None
     g, b = ends
@@ -145,20 +151,28 @@ def versions_between(
     for end, name in ((g, "good"), (b, "bad")):
         if end not in parsed:
             raise KtriageError(
-                f"{option(name, f'--{name}', str(end))} is not a release of the {what} {where}",
+                joined(option(name, f"--{name}", str(end)), f" is not a release of the {what} {where}"),
                 f"pick one that exists: {near}",
             )
     given_good, given_bad = option("good", "--good", good), option("bad", "--bad", bad)
     if g == b:
         # "not older than --bad ... swap them" sent the user to swap two equal ends
         raise KtriageError(
-            f"{given_good} and {given_bad} are the same release: there is nothing between them to bisect",
-            f"give the last release known good as {option('good', '--good')} and the first known bad as "
-            f"{option('bad', '--bad')}",
+            worded(
+                lambda o: (
+                    f"{spelled(given_good, o)} and {spelled(given_bad, o)} are the same release: there is nothing between them to bisect"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"give the last release known good as {o('good', '--good')} and the first known bad as "
+                    f"{o('bad', '--bad')}"
+                )
+            ),
         )
     if g > b:
         raise KtriageError(
-            f"{given_good} is not older than {given_bad}",
+            worded(lambda o: f"{spelled(given_good, o)} is not older than {spelled(given_bad, o)}"),
             "the good version must come first; swap them if they are reversed",
         )
     keep = [
@@ -197,9 +211,13 @@ def pypi_candidates(
         return out
     if not toolchain:
         raise KtriageError(
-            f"{option('source', '--source', f'pypi:{package}')} needs {option('toolchain', '--toolchain')} "
-            "(the compiler stays fixed while the package moves)",
-            f"add e.g. {option('toolchain', '--toolchain', 'triton==3.4.0')}",
+            worded(
+                lambda o: (
+                    f"{o('source', '--source', f'pypi:{package}')} needs {o('toolchain', '--toolchain')} "
+                    "(the compiler stays fixed while the package moves)"
+                )
+            ),
+            worded(lambda o: f"add e.g. {o('toolchain', '--toolchain', 'triton==3.4.0')}"),
         )
     tc = str(parse_toolchain(toolchain))
     for i, v in enumerate(chosen):

@@ -33,7 +33,7 @@ from ktriage.bisect.predicates import (
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import CompileError, FormatError, KtriageError, option
+from ktriage.errors import CompileError, FormatError, KtriageError, joined, option, worded
 from ktriage.schema.bisect_state import BASELINE_FIX, BaselineSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
@@ -99,8 +99,12 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     else:
         raise KtriageError(
             "bisect-step needs kernels",
-            f"give {option('spec', '--spec', 'path/in/repo.toml')} or {option('op', '--op', 'NAME')} "
-            "(or a baseline that records them)",
+            worded(
+                lambda o: (
+                    f"give {o('spec', '--spec', 'path/in/repo.toml')} or {o('op', '--op', 'NAME')} "
+                    "(or a baseline that records them)"
+                )
+            ),
         )
     sha = _head(here)
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
@@ -154,9 +158,12 @@ def record_baseline(
             data, _ = read_baseline(path)
         except FormatError as exc:  # it replaced a results file measured on a GPU without a word
             raise FormatError(
-                f"{option('record_baseline', '--record-baseline')} {path} exists and is not a bisect-step baseline "
-                f"({exc.problem}): "
-                "recording would replace it",
+                joined(
+                    option("record_baseline", "--record-baseline"),
+                    f" {path} exists and is not a bisect-step baseline (",
+                    exc.problem,
+                    "): recording would replace it",
+                ),
                 f"give a new file name, or remove {path} first",
             ) from None
     if data and data.get("config") != cfg.to_json():
@@ -165,8 +172,12 @@ def record_baseline(
         else:
             raise FormatError(
                 f"baseline {path} was recorded for other options ({data.get('config')})",
-                f"record the bad value with the same {option('spec', '--spec')}, {option('op', '--op')}, "
-                f"{option('metric', '--metric')} and {option('toolchain', '--toolchain')} as the good one",
+                worded(
+                    lambda o: (
+                        f"record the bad value with the same {o('spec', '--spec')}, {o('op', '--op')}, "
+                        f"{o('metric', '--metric')} and {o('toolchain', '--toolchain')} as the good one"
+                    )
+                ),
             )
     try:
         values, failed = measure_here(cfg, cwd=here, cache_dir=cache_dir)
@@ -179,7 +190,11 @@ def record_baseline(
     if failed and cfg.inputs:  # a kernel of the catalog op chosen by --input (the spec file's: measure_here)
         raise CompileError(
             f"cannot record the {role} baseline here: {'; '.join(failed.values())}",
-            f"record it at a commit where it compiles, or use another {option('metric', '--metric')} if it has no value",
+            worded(
+                lambda o: (
+                    f"record it at a commit where it compiles, or use another {o('metric', '--metric')} if it has no value"
+                )
+            ),
         )
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
@@ -191,10 +206,14 @@ def record_baseline(
             agree(len(failed), "it loads and compiles", "they load and compile"),
         )
         log.warning(
-            f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
-            f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
-            f"the {role} baseline at a commit where {they} (one with no {cfg.metric} value: another "
-            f"{option('metric', '--metric')}); to judge chosen kernels only, name them with {option('inputs', '--input')}"
+            worded(
+                lambda o: (
+                    f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
+                    f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
+                    f"the {role} baseline at a commit where {they} (one with no {cfg.metric} value: another "
+                    f"{o('metric', '--metric')}); to judge chosen kernels only, name them with {o('inputs', '--input')}"
+                )
+            )
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1))
@@ -217,9 +236,13 @@ def _check_endpoints_differ(data: BaselineFile, metric: str, role: str) -> None:
     raise KtriageError(
         f"endpoints do not differ: {metric} is the same at the good commit {str(good.get('commit', ''))[:12]} and "
         f"the bad commit {str(bad.get('commit', ''))[:12]} ({shown}); nothing recorded",
-        f"record the {role} baseline at a commit that shows the change (the {other} one is kept), or pick another "
-        f"{option('metric', '--metric')} (e.g. {'registers' if metric != 'registers' else 'stack_bytes'}) "
-        "for both endpoints",
+        worded(
+            lambda o: (
+                f"record the {role} baseline at a commit that shows the change (the {other} one is kept), or pick another "
+                f"{o('metric', '--metric')} (e.g. {'registers' if metric != 'registers' else 'stack_bytes'}) "
+                "for both endpoints"
+            )
+        ),
     )
 
 
@@ -251,7 +274,7 @@ def load_baseline(path: Path) -> Baseline:
     if data.good is None:
         raise FormatError(
             f"baseline {path} has no good values",
-            f"record them with {option('record_baseline', '--record-baseline', 'FILE')} at a good commit",
+            worded(lambda o: f"record them with {o('record_baseline', '--record-baseline', 'FILE')} at a good commit"),
         )
     c = data.config
     cfg = StepConfig(c.metric, c.toolchain, c.spec, c.op, c.mode, tuple(c.inputs), c.arch)

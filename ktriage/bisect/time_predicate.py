@@ -40,7 +40,7 @@ import numpy as np
 
 from ktriage.bisect.candidate import Candidate, Observation, Outcome
 from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
-from ktriage.errors import FormatError, KtriageError, MeasureError, option
+from ktriage.errors import FormatError, KtriageError, MeasureError, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
@@ -135,9 +135,13 @@ class TimePredicate:
             )
         if max_samples < config.min_samples:  # kt.bisect refuses it first (api._args.MAX_SAMPLES)
             raise KtriageError(
-                f"{option('max_samples', '--max-samples', max_samples)} is below the verdict's minimum of "
-                f"{config.min_samples}",
-                f"pass {option('max_samples', '--max-samples', config.min_samples)} or more",
+                worded(
+                    lambda o: (
+                        f"{o('max_samples', '--max-samples', max_samples)} is below the verdict's minimum of "
+                        f"{config.min_samples}"
+                    )
+                ),
+                worded(lambda o: f"pass {o('max_samples', '--max-samples', config.min_samples)} or more"),
             )
         if relative_gate is not None and not 0 < relative_gate < 0.5:
             raise KtriageError(
@@ -216,9 +220,13 @@ class TimePredicate:
             raise KtriageError(
                 f"the endpoints do not differ by more than the noise: {bad.label} vs {good.label}: {verdict.verdict}, "
                 f"{verdict.reason} (after {verdict.n_ref} + {verdict.n_new} samples)",
-                f"check that {good.label} is good and {bad.label} is bad for this op/input; for a smaller change "
-                f"lower the gate ({option('threshold', '--threshold')}, now {self.config.threshold:g}) or allow more "
-                f"samples ({option('max_samples', '--max-samples')}, now {self.max_samples})",
+                worded(
+                    lambda o: (
+                        f"check that {good.label} is good and {bad.label} is bad for this op/input; for a smaller change "
+                        f"lower the gate ({o('threshold', '--threshold')}, now {self.config.threshold:g}) or allow more "
+                        f"samples ({o('max_samples', '--max-samples')}, now {self.max_samples})"
+                    )
+                ),
             )
         direction: Direction = verdict.verdict
         ratio, lo, hi = verdict.ratio, verdict.ci_low, verdict.ci_high

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ktriage.errors import KtriageError, SpecError, option
+from ktriage.errors import KtriageError, SpecError, Worded, option, separated, worded
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.ranges import id_runs
 from ktriage.spec.select import select_spec_file, select_specs
@@ -88,7 +88,8 @@ def resolve_kernels(
             given.append(option("sm_count", "--sm-count", sm_count))
         if given:  # a workload is recorded, not written: "edit the spec file" cannot be its fix
             raise SpecError(
-                f"{', '.join(given)} {agree(len(given), 'does', 'do')} not apply to {what} {target}: its signature, pass and grid are "
+                separated(", ", given)
+                + f" {agree(len(given), 'does', 'do')} not apply to {what} {target}: its signature, pass and grid are "
                 + ("recorded in it" if workload else "written in the file"),
                 agree(len(given), "drop it", "drop them")
                 + (
@@ -220,22 +221,22 @@ def select_input_range(
         ids = sorted({i for x in items if (i := id_of(x)) is not None})
         raise KtriageError(
             option("input_id", "--input-id", start)
-            + (f" and {option('num_inputs', '--num-inputs', num_inputs)}" if num_inputs else "")
+            + (worded(lambda o: f" and {o('num_inputs', '--num-inputs', num_inputs)}") if num_inputs else "")
             + " selects no input",
             _input_ids_fix(items, ids),
         )
     return chosen
 
 
-def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
+def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> Worded:
     """The ids to pick from. When ``--input`` already narrowed a catalog op's inputs, both the ids it
     kept and the op's own are named: listing only the kept ones (``0..0``) would read as the op's."""
     if not ids:  # a spec file: its kernels are named, not numbered; say how to name them
         names = [named_spec(x).name for x in items if isinstance(x, (KernelSpec, UnloadedKernel))]
         listed = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
-        return f"this target's kernels have no input ids: select them by name with {option('inputs', '--input')}" + (
-            f" (one of: {listed})" if names else ""
-        )
+        return worded(
+            lambda o: f"this target's kernels have no input ids: select them by name with {o('inputs', '--input')}"
+        ) + (f" (one of: {listed})" if names else "")
     op = getattr(items[0], "meta", {}).get("op") if items else None
     whole: list[int] | None = None
     if isinstance(op, str):
@@ -246,11 +247,13 @@ def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
         except KtriageError:
             whole = None
     if whole is None or whole == ids:
-        return f"input ids: {id_runs(ids)}"
-    return (
-        f"{option('inputs', '--input')} already chose input {agree(len(ids), 'id', 'ids')} {id_runs(ids)} of {op}'s "
-        f"{id_runs(whole)}, and {option('input_id', '--input-id')} and {option('num_inputs', '--num-inputs')} pick "
-        f"among those: drop {option('inputs', '--input')}, or give an {option('input_id', '--input-id')} within them"
+        return Worded(f"input ids: {id_runs(ids)}")
+    return worded(
+        lambda o: (
+            f"{o('inputs', '--input')} already chose input {agree(len(ids), 'id', 'ids')} {id_runs(ids)} of {op}'s "
+            f"{id_runs(whole)}, and {o('input_id', '--input-id')} and {o('num_inputs', '--num-inputs')} pick "
+            f"among those: drop {o('inputs', '--input')}, or give an {o('input_id', '--input-id')} within them"
+        )
     )
 
 

@@ -6,7 +6,7 @@ question the catalog asks."""
 from __future__ import annotations
 
 from ktriage.arch import parse_arch
-from ktriage.errors import SpecError
+from ktriage.errors import SpecError, worded
 
 
 def default_sm_count(target: str) -> int:
@@ -14,4 +14,6 @@ def default_sm_count(target: str) -> int:
     count = parse_arch(target).default_sm_count
     if count > 0:
         return count
-    raise SpecError(f"no default SM count for target {target!r}", "pass sm_count= (--sm-count) explicitly")
+    raise SpecError(
+        f"no default SM count for target {target!r}", worded(lambda o: f"pass {o('sm_count', '--sm-count')} explicitly")
+    )

@@ -20,7 +20,7 @@ import numpy as np
 
 from ktriage.brief import brief
 from ktriage.compare.not_compared import NotComparedCell, not_compared_json
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, run_as, spelled, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
 from ktriage.order import natural_key
@@ -515,8 +515,12 @@ def _baseline_check(
         return BaselineCheck(
             None,
             "none",
-            f"no baseline backend in the results: pass {option('baseline', '--baseline')} to check that the "
-            "machine did not change",
+            worded(
+                lambda o: (
+                    f"no baseline backend in the results: pass {o('baseline', '--baseline')} to check that the "
+                    "machine did not change"
+                )
+            ),
         )
     base = [p for p in pairs if p.is_baseline and p.verdict is not None]
     if not base:
@@ -757,11 +761,15 @@ def pick_reference(toolchains: Sequence[str], wanted: str) -> str:
     listed = ", ".join(toolchains) or "none"
     if found:
         raise KtriageError(
-            f"{option('reference', '--reference', wanted)} names {len(found)} toolchains of the run: {', '.join(found)}",
+            worded(
+                lambda o: (
+                    f"{o('reference', '--reference', wanted)} names {len(found)} toolchains of the run: {', '.join(found)}"
+                )
+            ),
             "give more of the toolchain id, e.g. the whole id as compare prints it",
         )
     raise KtriageError(
-        f"{option('reference', '--reference', wanted)} is not a toolchain of the run (it has: {listed})",
+        worded(lambda o: f"{o('reference', '--reference', wanted)} is not a toolchain of the run (it has: {listed})"),
         "give one of those ids, or a unique part of one (e.g. triton==3.4.0)",
     )
 
@@ -812,10 +820,14 @@ def compare_toolchains(
 # How the two sides get the same inputs, for both benches that write results files and for TritonBench.
 # Why spelled out: the inputs were chosen by the runs measured earlier, with their own keywords and flags
 # (kt.bench's inputs/input_id/num_inputs, kt.bench_recorded's inputs), not by an option of compare.
-SAME_INPUTS = (
-    f"bench them with the same {option('inputs', '--input')}, or the same {option('input_id', '--input-id')} "
-    f"and {option('num_inputs', '--num-inputs')} (kt.bench, `ktriage bench --op OP`); a recorded workload with the "
-    f"same {option('inputs', '--input')} (kt.bench_recorded, `ktriage bench W.json`); TritonBench with the same x_vals"
+_BENCH_OP = Worded("kt.bench, `ktriage bench --op OP`", "`ktriage bench --op OP`")
+_BENCH_RECORDED = Worded("kt.bench_recorded, `ktriage bench W.json`", "`ktriage bench W.json`")
+SAME_INPUTS = worded(
+    lambda o: (
+        f"bench them with the same {o('inputs', '--input')}, or the same {o('input_id', '--input-id')} "
+        f"and {o('num_inputs', '--num-inputs')} ({spelled(_BENCH_OP, o)}); a recorded workload with the "
+        f"same {o('inputs', '--input')} ({spelled(_BENCH_RECORDED, o)}); TritonBench with the same x_vals"
+    )
 )
 
 
@@ -846,7 +858,7 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
             raise KtriageError(
                 f"{old} and {new} share no input: both measured {listed(both)}, the old side at "
                 f"{listed(old_inputs)}, the new side at {listed(new_inputs)}; nothing can be compared",
-                f"measure both sides at the same inputs: {SAME_INPUTS}",
+                worded(lambda o: f"measure both sides at the same inputs: {spelled(SAME_INPUTS, o)}"),
             )
         old_backends = {c.key.backend for c in comparison.ref_cells}
         new_backends = {c.key.backend for c in comparison.new_cells}
@@ -854,13 +866,21 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
             raise KtriageError(
                 f"{old} and {new} share no backend: the old side ran {listed(old_backends)}, the new side "
                 f"{listed(new_backends)}; nothing can be compared",
-                f"measure both sides with the same backends: the same {option('only', '--only')} in kt.bench "
-                "(`ktriage bench --op`)",
+                worded(
+                    lambda o: (
+                        f"measure both sides with the same backends: the same {o('only', '--only')} in "
+                        f"{spelled(run_as('kt.bench', 'ktriage bench --op'), o)}"
+                    )
+                ),
             )
     raise KtriageError(
         f"{old} and {new} share no cell: the old side has {listed(old_groups)}, the new side "
         f"{listed(new_groups)}; nothing can be compared",
-        "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
-        f"layer_norm_fwd_new.csv); {option('op', '--op')} and {option('mode', '--mode')} (fwd, bwd, fwd_bwd) only "
-        "name TritonBench CSVs whose file names do not say them (a results file carries its own)",
+        worded(
+            lambda o: (
+                "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
+                f"layer_norm_fwd_new.csv); {o('op', '--op')} and {o('mode', '--mode')} (fwd, bwd, fwd_bwd) only "
+                "name TritonBench CSVs whose file names do not say them (a results file carries its own)"
+            )
+        ),
     )

@@ -18,7 +18,7 @@ from ktriage.compare.sides import (
     file_warnings,
     resolve_side,
 )
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, run_as, spelled, worded
 from ktriage.stats.gate import check_gate
 from ktriage.wording import plural
 
@@ -52,33 +52,60 @@ def compare(
     check_gate(threshold)
     if not 0.5 <= confidence < 1:
         raise KtriageError(
-            f"{option('confidence', '--confidence', confidence)} is outside [0.5, 1)",
-            f"give e.g. {option('confidence', '--confidence', 0.99)}",
+            worded(lambda o: f"{o('confidence', '--confidence', confidence)} is outside [0.5, 1)"),
+            worded(lambda o: f"give e.g. {o('confidence', '--confidence', 0.99)}"),
         )
     config = VerdictConfig(threshold=threshold, confidence=confidence)
     if reference is not None and not toolchains:
         raise KtriageError(
-            f"{option('reference', '--reference')} picks the reference among the toolchains of one run, but "
-            f"{option('toolchains', '--toolchains')} was not given",
-            f"add {option('toolchains', '--toolchains', True)} (kt.compare(old=RUN, toolchains=True, "
-            "reference=TOOLCHAIN); ktriage compare RUN --toolchains --reference TOOLCHAIN)",
+            worded(
+                lambda o: (
+                    f"{o('reference', '--reference')} picks the reference among the toolchains of one run, but "
+                    f"{o('toolchains', '--toolchains')} was not given"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"add {o('toolchains', '--toolchains', True)}: "
+                    + spelled(
+                        run_as(
+                            "kt.compare(old=RUN, toolchains=True, reference=TOOLCHAIN)",
+                            "ktriage compare RUN --toolchains --reference TOOLCHAIN",
+                        ),
+                        o,
+                    )
+                )
+            ),
         )
     if toolchains:
         if new is not None:
             raise KtriageError(
-                f"{option('toolchains', '--toolchains')} compares the toolchains of ONE run, but two were given "
-                "(old and new)",
-                f"drop new (the second argument), or {option('toolchains', '--toolchains')}",
+                worded(
+                    lambda o: (
+                        f"{o('toolchains', '--toolchains')} compares the toolchains of ONE run, but two were given "
+                        "(old and new)"
+                    )
+                ),
+                worded(lambda o: f"drop new (the second argument), or {o('toolchains', '--toolchains')}"),
             )
         side = resolve_side(old, db, op=op, mode=mode)
         check_baseline(baseline, side.cells)
         tcs = run_toolchains(side.run, side.cells)
         if len(tcs) < 2:
             raise KtriageError(
-                f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; "
-                f"{option('toolchains', '--toolchains')} needs two or more",
-                f"measure with several toolchains ({option('toolchains', '-t', ['A', 'B'])} in kt.bench), or compare "
-                "two runs: kt.compare(old=A, new=B) (ktriage compare A B)",
+                worded(
+                    lambda o: (
+                        f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; "
+                        f"{o('toolchains', '--toolchains')} needs two or more"
+                    )
+                ),
+                worded(
+                    lambda o: (
+                        f"measure with several toolchains ({o('toolchains', '-t', ['A', 'B'])} in "
+                        f"{spelled(run_as('kt.bench', 'ktriage bench'), o)}), or compare two runs: "
+                        f"{spelled(run_as('kt.compare(old=A, new=B)', 'ktriage compare A B'), o)}"
+                    )
+                ),
             )
         return CompareReport(
             compare_toolchains(
@@ -93,8 +120,12 @@ def compare(
         )
     if new is None:
         raise KtriageError(
-            f"compare needs two runs or result files, old and new (or one run with {option('toolchains', '--toolchains', True)})",
-            "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
+            worded(
+                lambda o: (
+                    f"compare needs two runs or result files, old and new (or one run with {o('toolchains', '--toolchains', True)})"
+                )
+            ),
+            joined("e.g. ", run_as("kt.compare(old='old.json', new='new.json')", "ktriage compare old.json new.json")),
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
     shown = old.label if isinstance(old, LoadedSide) else str(old)  # a loaded side's repr is its every cell
@@ -103,11 +134,18 @@ def compare(
         a,
         b,
         (shown, new.label if isinstance(new, LoadedSide) else new),
-        f"give two different runs, or compare the toolchains inside this one: kt.compare(old={shown!r}, "
-        f"toolchains=True) (ktriage compare {shown} --toolchains)"
+        joined(
+            "give two different runs, or compare the toolchains inside this one: ",
+            run_as(f"kt.compare(old={shown!r}, toolchains=True)", f"ktriage compare {shown} --toolchains"),
+        )
         if timed >= 2
-        else f"give two different runs (e.g. the old and the new toolchain's TritonBench files); this one timed "
-        f"{plural(timed, 'toolchain')}, so there is none inside it to compare with --toolchains",
+        else worded(
+            lambda o: (
+                "give two different runs (e.g. the old and the new toolchain's TritonBench files); this one "
+                f"timed {plural(timed, 'toolchain')}, so there is none inside it to compare with "
+                f"{o('toolchains', '--toolchains', True)}"
+            )
+        ),
     )
     check_baseline(baseline, a.cells, b.cells)
     warning = check_precision(a, b, allow=allow_precision_mismatch)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option, spelled, worded
 
 if TYPE_CHECKING:  # the cells' module is light, but keep `compare --help` from loading anything
     from ktriage.measure.cells import Cell, RunInfo
@@ -48,7 +48,8 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
 
         if mode is not None and mode not in MODES:
             raise KtriageError(
-                f"{option('mode', '--mode', mode)} is not a pass", f"use one of: {', '.join(sorted(MODES))}"
+                worded(lambda o: f"{o('mode', '--mode', mode)} is not a pass"),
+                f"use one of: {', '.join(sorted(MODES))}",
             )
         run, cells = read_run_file(path, op=op, mode=mode)
         _check_cells(cells, str(path))
@@ -85,8 +86,10 @@ def _check_named(cells: list[Cell], op: str | None, mode: str | None, what: str)
     ):
         if given is not None and given not in held:
             raise KtriageError(
-                f"{option(name, '--' + name, given)} does not match {what}, which holds {', '.join(sorted(held))}",
-                f"drop {option(name, '--' + name)} (it is for a TritonBench CSV whose name does not say it)",
+                joined(
+                    option(name, "--" + name, given), f" does not match {what}, which holds {', '.join(sorted(held))}"
+                ),
+                joined("drop ", option(name, "--" + name), " (it is for a TritonBench CSV whose name does not say it)"),
             )
 
 
@@ -107,19 +110,27 @@ def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
     backends = sorted({c.key.backend for cells in sides for c in cells})
     if baseline not in backends:
         raise KtriageError(
-            f"{option('baseline', '--baseline', baseline)} is not a backend of these results",
+            worded(lambda o: f"{o('baseline', '--baseline', baseline)} is not a backend of these results"),
             f"use one of: {', '.join(backends)}",
         )
     compiled = {c.key.backend for cells in sides for c in cells if c.key.toolchain is not None}
     if baseline in compiled:  # its pairs are the baseline's, kept apart: "0 regressions", exit 0, on a regression
         native = [b for b in backends if b not in compiled]
         raise KtriageError(
-            f"{option('baseline', '--baseline', baseline)} is compiled by the toolchains being compared: as the "
-            "baseline its changes "
-            "would be set apart, and none of them counted as a regression",
+            worded(
+                lambda o: (
+                    f"{o('baseline', '--baseline', baseline)} is compiled by the toolchains being compared: as the "
+                    "baseline its changes "
+                    "would be set apart, and none of them counted as a regression"
+                )
+            ),
             f"name a backend that runs without a toolchain: {', '.join(native)}"
             if native
-            else f"drop {option('baseline', '--baseline')} (these results have no backend that runs without a toolchain)",
+            else worded(
+                lambda o: (
+                    f"drop {o('baseline', '--baseline')} (these results have no backend that runs without a toolchain)"
+                )
+            ),
         )
 
 
@@ -180,13 +191,19 @@ def check_precision(old: LoadedSide, new: LoadedSide, *, allow: bool = False) ->
     if a is None or b is None or a == b:
         return None
     if allow:
-        return (
-            f"cells of different dtypes are compared: {old.label} was measured in {a} and {new.label} in {b} "
-            f"(on purpose: {ALLOW_PRECISION_MISMATCH}), so every ratio is the dtype's difference as well as the "
-            "compiler's"
+        return worded(
+            lambda o: (
+                f"cells of different dtypes are compared: {old.label} was measured in {a} and {new.label} in {b} "
+                f"(on purpose: {spelled(ALLOW_PRECISION_MISMATCH, o)}), so every ratio is the dtype's difference as well as the "
+                "compiler's"
+            )
         )
     raise KtriageError(
         f"{old.label} was measured in {a} and {new.label} in {b}: their difference is the dtype's, not the compiler's",
-        f"compare two runs of one precision: bench both sides with {option('precision', '--precision', a)}; or "
-        f"pass {ALLOW_PRECISION_MISMATCH} to compare the two dtypes on purpose",
+        worded(
+            lambda o: (
+                f"compare two runs of one precision: bench both sides with {o('precision', '--precision', a)}; or "
+                f"pass {spelled(ALLOW_PRECISION_MISMATCH, o)} to compare the two dtypes on purpose"
+            )
+        ),
     )

@@ -30,7 +30,7 @@ from typing import Any, TypedDict
 from ktriage import progress
 from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, joined, option
 from ktriage.explain.engine import (
     Explainer,
     ExplainResult,
@@ -714,7 +714,7 @@ def check_fix_toolchains(
         else:
             continue
         raise KtriageError(
-            f"{option('fix_toolchains', '--fix-toolchain', [text])} is {role}, so it is never tried as a fix",
+            joined(option("fix_toolchains", "--fix-toolchain", [text]), f" is {role}, so it is never tried as a fix"),
             "drop it, or name a toolchain that is neither (another triton== release, ptxas== or ptxas-options=)",
         )
 

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, option, separated, spelled, worded
 from ktriage.stats.changepoints import (
     DEFAULT_MAX_PVALUE,
     DEFAULT_MIN_SEGMENT,
@@ -170,15 +170,20 @@ def _nothing_found(store: Store, q: HistoryQuery) -> KtriageError:
             f"the store {store.url} has no cell of op {q.op!r}",
             f"ops in the store: {', '.join(ops)}"
             if ops
-            else "the store has no runs yet: kt.bench(...) or kt.runs_import(path=...) (`ktriage bench` or "
-            "`ktriage runs import`)",
+            else Worded(
+                "the store has no runs yet: kt.bench(...) or kt.runs_import(path=...) (`ktriage bench` or "
+                "`ktriage runs import`)",
+                "the store has no runs yet: `ktriage bench` or `ktriage runs import`",
+            ),
         )
     cells = known_cells(store, q.op)
     listed = ", ".join(f"{b} ({m})" for b, m in cells)
     given = (("mode", q.mode), ("inputs", list(q.inputs)), ("toolchain", q.toolchain), ("gpu", q.gpu))
     flags = {"mode": "--mode", "inputs": "--input", "toolchain": "--toolchain", "gpu": "--gpu"}
-    filters = ", ".join(option(n, flags[n], v) for n, v in given if v)
-    problem = f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else "")
+    filters = separated(", ", (option(n, flags[n], v) for n, v in given if v))
+    problem = f"no stored cell of {q.op} {q.backend}" + (
+        worded(lambda o: f" with {spelled(filters, o)}") if filters else ""
+    )
     stored = cell_history(store, HistoryQuery(q.op, q.backend, mode=q.mode))
     if stored:  # the cell is there: --input, --toolchain or --gpu took none of it, so say what they can take
         return KtriageError(problem, _stored_values(store, q, stored))
@@ -202,13 +207,16 @@ def _stored_values(store: Store, q: HistoryQuery, stored: Mapping[SeriesKey, lis
     used = [name for name, value in (("input", q.inputs), ("toolchain", q.toolchain), ("gpu", q.gpu)) if value]
     missing = [name for name in used if not cell_history(store, alone[name])]
     what = {
-        "input": f"{option('inputs', '--input')}: stored inputs",
-        "toolchain": f"{option('toolchain', '--toolchain')} (a Triton version such as 3.4, a spec or an id): stored toolchains",
-        "gpu": f"{option('gpu', '--gpu')}: stored GPUs",
+        "input": worded(lambda o: f"{o('inputs', '--input')}: stored inputs"),
+        "toolchain": worded(
+            lambda o: (
+                f"{o('toolchain', '--toolchain')} (a Triton version such as 3.4, a spec or an id): stored toolchains"
+            )
+        ),
+        "gpu": worded(lambda o: f"{o('gpu', '--gpu')}: stored GPUs"),
     }
-    return "; ".join(f"{what[name]}: {', '.join(dict.fromkeys(values[name]))}" for name in missing or used) + (
-        "" if missing else " (each filter matches some cells, none of them together)"
-    )
+    listed = (what[name] + f": {', '.join(dict.fromkeys(values[name]))}" for name in missing or used)
+    return separated("; ", listed) + ("" if missing else " (each filter matches some cells, none of them together)")
 
 
 def analyze_series(
@@ -232,12 +240,20 @@ def analyze_series(
     # Refused, as the short series above is not: it cannot be detected and cannot fire
     if fail_on_recent is not None and fail_on_recent >= len(points):
         raise KtriageError(
-            f"{option('fail_on_recent', '--fail-on-recent', fail_on_recent)} holds the whole series {key.label} "
-            f"({len(points)} runs): every change point in it would count as recent, old ones too, so the gate could "
-            "not tell a fresh change from an old one",
-            f"give {option('fail_on_recent', '--fail-on-recent')} below {len(points)}, e.g. "
-            f"{option('fail_on_recent', '--fail-on-recent', 3)} (the latest runs a nightly watches), or leave it "
-            "out to list the change points without a gate",
+            worded(
+                lambda o: (
+                    f"{o('fail_on_recent', '--fail-on-recent', fail_on_recent)} holds the whole series {key.label} "
+                    f"({len(points)} runs): every change point in it would count as recent, old ones too, so the gate could "
+                    "not tell a fresh change from an old one"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"give {o('fail_on_recent', '--fail-on-recent')} below {len(points)}, e.g. "
+                    f"{o('fail_on_recent', '--fail-on-recent', 3)} (the latest runs a nightly watches), or leave it "
+                    "out to list the change points without a gate"
+                )
+            ),
         )
     changes = detect_change_points(
         [float(v) for v in values if v is not None],
@@ -260,21 +276,31 @@ def analyze_history(
     changes whose first run at the new level is one of the series' last N runs."""
     if fail_on_recent is not None and fail_on_recent < 1:
         raise KtriageError(
-            f"{option('fail_on_recent', '--fail-on-recent', fail_on_recent)} is below 1",
-            f"give the number of latest runs to watch, e.g. {option('fail_on_recent', '--fail-on-recent', 3)}",
+            worded(lambda o: f"{o('fail_on_recent', '--fail-on-recent', fail_on_recent)} is below 1"),
+            worded(
+                lambda o: f"give the number of latest runs to watch, e.g. {o('fail_on_recent', '--fail-on-recent', 3)}"
+            ),
         )
     if fail_on_recent is not None and fail_on_recent < detection.min_segment:
         # a change point has --min-segment runs at its new level (detect_change_points), so its first run is at
         # least that far from the end: a window of fewer latest runs never holds one, and the gate never fires
         m = detection.min_segment
         raise KtriageError(
-            f"{option('fail_on_recent', '--fail-on-recent', fail_on_recent)} can never fire with "
-            f"{option('min_segment', '--min-segment', m)}: a change is reported once {m} runs hold the new level, so "
-            f"its first run is never among the latest {fail_on_recent}",
-            f"give {option('fail_on_recent', '--fail-on-recent')} {m} or more (e.g. "
-            f"{option('fail_on_recent', '--fail-on-recent', max(3, m))}), or lower "
-            f"{option('min_segment', '--min-segment')} to {fail_on_recent} "
-            "(a shorter level is easier to mistake for one outlying run)",
+            worded(
+                lambda o: (
+                    f"{o('fail_on_recent', '--fail-on-recent', fail_on_recent)} can never fire with "
+                    f"{o('min_segment', '--min-segment', m)}: a change is reported once {m} runs hold the new level, so "
+                    f"its first run is never among the latest {fail_on_recent}"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"give {o('fail_on_recent', '--fail-on-recent')} {m} or more (e.g. "
+                    f"{o('fail_on_recent', '--fail-on-recent', max(3, m))}), or lower "
+                    f"{o('min_segment', '--min-segment')} to {fail_on_recent} "
+                    "(a shorter level is easier to mistake for one outlying run)"
+                )
+            ),
         )
     found = cell_history(store, query)
     if not found:
@@ -286,7 +312,11 @@ def analyze_history(
             run_id, tcs = next(iter(clash.items()))
             raise KtriageError(
                 f"run {run_id} measured {key.label} with {len(tcs)} toolchains ({', '.join(tcs)})",
-                f"pick one with {option('toolchain', '--toolchain')} (a part of its id, 'host' for a native backend)",
+                worded(
+                    lambda o: (
+                        f"pick one with {o('toolchain', '--toolchain')} (a part of its id, 'host' for a native backend)"
+                    )
+                ),
             )
         report.series.append(analyze_series(key, points, detection, fail_on_recent))
     gpus = sorted({p.gpu for s in report.series for p in s.points if p.gpu})

@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from typing import TypeVar
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, option, spelled, worded
 from ktriage.wording import plural
 
 T = TypeVar("T")
@@ -38,13 +38,15 @@ GPUS_HELP = (
 )
 
 
-def _gpus(value: str | None = None) -> str:
+def _gpus(value: str | None = None) -> Worded:
     """``gpus='0,1' (--gpus 0,1)``: every refusal here reaches kt.bench, kt.bench_recorded and kt.bisect
     callers too (``gpus=``), as well as the command line (``--gpus``)."""
     return option("gpus", "--gpus", value)
 
 
-_EXAMPLES = f"e.g. {_gpus('all')}, {_gpus('2')} or {_gpus('0,2,5')}"
+_EXAMPLES = worded(
+    lambda o: f"e.g. {spelled(_gpus('all'), o)}, {spelled(_gpus('2'), o)} or {spelled(_gpus('0,2,5'), o)}"
+)
 
 
 def visible_gpus() -> list[int]:
@@ -61,7 +63,7 @@ def counted_gpus() -> tuple[list[int], str | None]:
         if not all(p.isdigit() for p in parts):
             raise KtriageError(
                 f"CUDA_VISIBLE_DEVICES={env!r} names GPUs by UUID or MIG id",
-                f"set it to GPU indices (e.g. 0,1) or unset it and pass {_gpus('0,1')}",
+                worded(lambda o: f"set it to GPU indices (e.g. 0,1) or unset it and pass {spelled(_gpus('0,1'), o)}"),
             )
         return [int(p) for p in parts], None
     try:
@@ -86,11 +88,18 @@ def select_gpus(spec: str | None, visible: Sequence[int], uncounted: str | None 
     text = spec.strip().lower()
     if not visible:
         raise KtriageError(
-            f"{_gpus(spec)}: no GPU is visible on this host", f"run on a GPU host (or leave {_gpus()} out)"
+            worded(lambda o: f"{spelled(_gpus(spec), o)}: no GPU is visible on this host"),
+            worded(lambda o: f"run on a GPU host (or leave {spelled(_gpus(), o)} out)"),
         )
     if uncounted is not None:
         if text == "all":
-            log.warning(f"{_gpus('all')}: could not count this host's GPUs ({uncounted}); using GPU 0 only")
+            log.warning(
+                worded(
+                    lambda o: (
+                        f"{spelled(_gpus('all'), o)}: could not count this host's GPUs ({uncounted}); using GPU 0 only"
+                    )
+                )
+            )
             return [0]
         _refuse_uncounted(spec, text, uncounted)
     if text == "all":
@@ -99,27 +108,41 @@ def select_gpus(spec: str | None, visible: Sequence[int], uncounted: str | None 
         n = int(text)
         if n == 0:
             raise KtriageError(
-                f"{_gpus(spec)} is a count of no GPUs",
-                f"give a count of 1 or more, {_gpus('all')}, or indices such as {_gpus('0,')}",
+                worded(lambda o: f"{spelled(_gpus(spec), o)} is a count of no GPUs"),
+                worded(
+                    lambda o: (
+                        f"give a count of 1 or more, {spelled(_gpus('all'), o)}, or indices such as {spelled(_gpus('0,'), o)}"
+                    )
+                ),
             )
         if n > len(visible):
             raise KtriageError(
-                f"{_gpus(spec)}: only {plural(len(visible), 'GPU')} visible ({_names(visible)})",
-                f"give at most {_gpus(str(len(visible)))}, or {_gpus('all')}",
+                worded(
+                    lambda o: (
+                        f"{spelled(_gpus(spec), o)}: only {plural(len(visible), 'GPU')} visible ({_names(visible)})"
+                    )
+                ),
+                worded(lambda o: f"give at most {spelled(_gpus(str(len(visible))), o)}, or {spelled(_gpus('all'), o)}"),
             )
         return list(visible[:n])
     try:
         picked = [int(p) for p in text.split(",") if p.strip() != ""]
     except ValueError:
-        raise KtriageError(f"{_gpus(spec)} is not all, a count or a list of GPU indices", _EXAMPLES) from None
+        raise KtriageError(
+            worded(lambda o: f"{spelled(_gpus(spec), o)} is not all, a count or a list of GPU indices"), _EXAMPLES
+        ) from None
     if not picked or any(p < 0 for p in picked):
-        raise KtriageError(f"{_gpus(spec)} names no GPU", _EXAMPLES)
+        raise KtriageError(worded(lambda o: f"{spelled(_gpus(spec), o)} names no GPU"), _EXAMPLES)
     if len(set(picked)) != len(picked):
-        raise KtriageError(f"{_gpus(spec)} names a GPU twice", "list each GPU index once")
+        raise KtriageError(worded(lambda o: f"{spelled(_gpus(spec), o)} names a GPU twice"), "list each GPU index once")
     missing = [p for p in picked if p not in visible]
     if missing:
         raise KtriageError(
-            f"{_gpus(spec)}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
+            worded(
+                lambda o: (
+                    f"{spelled(_gpus(spec), o)}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})"
+                )
+            ),
             "pick among the visible GPUs (nvidia-smi -L lists them)",
         )
     return picked
@@ -142,11 +165,19 @@ def _refuse_uncounted(spec: str, text: str, uncounted: str) -> None:
     beyond = int(text) > 1 if text.isdigit() else any(int(p) != 0 for p in parts)
     if beyond:
         raise KtriageError(
-            f"{_gpus(spec)} asks for GPUs beyond GPU 0, but this host's GPUs could not be counted ({uncounted}); "
-            "a worker pinned to a GPU that is not there would fail its whole share of the work",
-            "install nvidia-ml-py in this Python (pip install nvidia-ml-py) so that ktriage counts them, or name "
-            f"them with CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1 with {_gpus('all')}); or leave {_gpus()} "
-            "out (one GPU)",
+            worded(
+                lambda o: (
+                    f"{spelled(_gpus(spec), o)} asks for GPUs beyond GPU 0, but this host's GPUs could not be counted ({uncounted}); "
+                    "a worker pinned to a GPU that is not there would fail its whole share of the work"
+                )
+            ),
+            worded(
+                lambda o: (
+                    "install nvidia-ml-py in this Python (pip install nvidia-ml-py) so that ktriage counts them, or name "
+                    f"them with CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1 with {spelled(_gpus('all'), o)}); or leave {spelled(_gpus(), o)} "
+                    "out (one GPU)"
+                )
+            ),
         )
 
 
@@ -162,16 +193,31 @@ def select_gpu_count(spec: str | None, available: int) -> int:
         return max(1, available)
     if not text.isdigit():
         raise KtriageError(
-            f"{_gpus(spec)} with {option('cluster', '--cluster')}: GPU indices name GPUs of one host",
-            f"on a cluster give {_gpus('all')} or a count (e.g. {_gpus('4')}): Ray places each worker on a free GPU",
+            worded(
+                lambda o: (
+                    f"{spelled(_gpus(spec), o)} with {o('cluster', '--cluster')}: GPU indices name GPUs of one host"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"on a cluster give {spelled(_gpus('all'), o)} or a count (e.g. {spelled(_gpus('4'), o)}): Ray places each worker on a free GPU"
+                )
+            ),
         )
     n = int(text)
     if n == 0:
-        raise KtriageError(f"{_gpus(spec)} is a count of no GPUs", f"give a count of 1 or more, or {_gpus('all')}")
+        raise KtriageError(
+            worded(lambda o: f"{spelled(_gpus(spec), o)} is a count of no GPUs"),
+            worded(lambda o: f"give a count of 1 or more, or {spelled(_gpus('all'), o)}"),
+        )
     if n > available:
         raise KtriageError(
-            f"{_gpus(spec)}: the cluster has {plural(available, 'GPU')} for timing",
-            f"give at most {_gpus(str(available))}, or {_gpus('all')} (ray status lists the GPUs)",
+            worded(lambda o: f"{spelled(_gpus(spec), o)}: the cluster has {plural(available, 'GPU')} for timing"),
+            worded(
+                lambda o: (
+                    f"give at most {spelled(_gpus(str(available)), o)}, or {spelled(_gpus('all'), o)} (ray status lists the GPUs)"
+                )
+            ),
         )
     return n
 

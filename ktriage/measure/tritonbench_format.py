@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.atomic import write_atomic
-from ktriage.errors import FormatError, option
+from ktriage.errors import FormatError, joined, option, spelled, worded
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
 from ktriage.schema.core import check_depth
@@ -282,8 +282,13 @@ def _check_not_contradicted(
     for name, given, named in (("op", op, named_op), ("mode", mode, named_mode)):
         if given and named and given != named:
             raise FormatError(
-                f"{option(name, '--' + name, given)} contradicts the file name {Path(origin).name}, which says {named}",
-                f"drop {option(name, '--' + name)} (the name says it), or rename the file if the name is wrong",
+                joined(
+                    option(name, "--" + name, given),
+                    f" contradicts the file name {Path(origin).name}, which says {named}",
+                ),
+                joined(
+                    "drop ", option(name, "--" + name), " (the name says it), or rename the file if the name is wrong"
+                ),
             )
 
 
@@ -299,13 +304,24 @@ def _check_backends(op: str, mode: str, backends: Sequence[str], origin: str, fl
     (other,) = theirs
     said = option("op", "--op", op) if flagged else f"the file name says operator {op}"
     rename = f"name the file after the operator it measured (e.g. {other}_{mode}_old.csv)"
-    passed = f"pass {option('op', '--op', other)}"
-    fix = passed if flagged else rename if registry.operator(op) is not None else f"{rename} or {passed}"
-    raise FormatError(f"{origin}: {said}, but its backends ({', '.join(sorted(backends))}) are {other}'s", fix)
+    passed = worded(lambda o: f"pass {o('op', '--op', other)}")
+    fix = (
+        passed
+        if flagged
+        else rename
+        if registry.operator(op) is not None
+        else worded(lambda o: f"{rename} or {spelled(passed, o)}")
+    )
+    raise FormatError(
+        worded(
+            lambda o: f"{origin}: {spelled(said, o)}, but its backends ({', '.join(sorted(backends))}) are {other}'s"
+        ),
+        fix,
+    )
 
 
 # the pass a file does not say, as kt.compare/kt.triage and their commands take it
-_MODE_GIVEN = f"{option('mode', '--mode')} as fwd, bwd or fwd_bwd"
+_MODE_GIVEN = worded(lambda o: f"{o('mode', '--mode')} as fwd, bwd or fwd_bwd")
 
 
 def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
@@ -313,8 +329,12 @@ def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
         missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
         raise FormatError(
             f"{origin}: the {missing} of this TritonBench CSV is not in its name",
-            f"name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass {option('op', '--op', 'NAME')} "
-            f"and {_MODE_GIVEN}",
+            worded(
+                lambda o: (
+                    f"name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass {o('op', '--op', 'NAME')} "
+                    f"and {spelled(_MODE_GIVEN, o)}"
+                )
+            ),
         )
     return op, mode
 
@@ -449,7 +469,9 @@ def parse_json(
         k_op, k_mode = split if split is not None else (m["bench"], None)
         k_op, k_mode = op or k_op, mode or k_mode
         if not k_mode:
-            raise FormatError(f"{origin}: cannot tell the pass of key {key!r}", f"pass {_MODE_GIVEN}")
+            raise FormatError(
+                f"{origin}: cannot tell the pass of key {key!r}", worded(lambda o: f"pass {spelled(_MODE_GIVEN, o)}")
+            )
         if m["x"] in ("average", "hashes"):
             continue
         per_key.setdefault((k_op, k_mode, m["x"], m["backend"]), {})[m["metric"]] = value

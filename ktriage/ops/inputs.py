@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, worded
 from ktriage.spec.ranges import INPUTS, id_runs, range_ends, range_hint, select_range
 
 MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bwd); a catalog kernel's name ends in one
@@ -99,7 +99,11 @@ def _unwrap_kernel(op: str, sel: str, mode: str | None) -> str | None:
         )
         raise KtriageError(
             f"input selector {sel!r} names {op}'s {kernel_pass} kernel, and the {mode} kernel's inputs are being selected",
-            f"select the {kernel_pass} kernel's inputs with {option('mode', '--mode', kernel_pass)}, or give {alone}",
+            worded(
+                lambda o: (
+                    f"select the {kernel_pass} kernel's inputs with {o('mode', '--mode', kernel_pass)}, or give {alone}"
+                )
+            ),
         )
     return inner if bracket else None
 

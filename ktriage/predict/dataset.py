@@ -30,7 +30,7 @@ from typing import Any
 
 from ktriage.atomic import write_atomic
 from ktriage.compare.pairing import compare_toolchains, run_toolchains
-from ktriage.errors import FormatError, KtriageError, check_format_version, option
+from ktriage.errors import FormatError, KtriageError, check_format_version, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
 from ktriage.schema.core import read_text, size_limit
@@ -188,9 +188,11 @@ def _refuse_other_document(path: Path, text: str) -> None:
         return
     kind = document_kind(data)
     if kind == EXPLAIN_REPORT:
-        fix = "pass it as explain= (--explain), one per results= (--results)"
+        fix = worded(lambda o: f"pass it as {o('explain', '--explain')}, one per {o('results', '--results')}")
     elif kind == RESULTS_FILE:
-        fix = "pass it as results= (--results) with its explain report as explain= (--explain)"
+        fix = worded(
+            lambda o: f"pass it as {o('results', '--results')} with its explain report as {o('explain', '--explain')}"
+        )
     else:
         return
     raise FormatError(f"{path} is {kind}, not a calibration dataset (cells.jsonl, one cell per line)", fix)
@@ -350,20 +352,32 @@ def cells_from_results(
             f"{source or 'the results'}: the run timed {plural(len(timed), 'toolchain')}"
             + (f" ({', '.join(timed)})" if timed else "")
             + ", and a calibration cell is a toolchain measured against another in the same run",
-            "pass the results of a bench that timed two or more toolchains side by side "
-            f"(ktriage bench ... -t OLD -t NEW), or a dataset with {option('from_cells', '--from')}",
+            worded(
+                lambda o: (
+                    "pass the results of a bench that timed two or more toolchains side by side "
+                    f"(ktriage bench ... -t OLD -t NEW), or a dataset with {o('from_cells', '--from')}"
+                )
+            ),
         )
     artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
     if backend is not None and backend not in artifact:  # every pair would be skipped without a word
         raise KtriageError(
-            f"{source or 'the results'}: {option('backends', '--backend', backend)} is no artifact backend of the run",
+            worded(
+                lambda o: (
+                    f"{source or 'the results'}: {o('backends', '--backend', backend)} is no artifact backend of the run"
+                )
+            ),
             f"use one of: {', '.join(artifact) or 'none (the run timed no toolchain)'}",
         )
     if backend is None and catalog and not recorded:  # matched by input id only under a named backend
         raise KtriageError(
-            f"{source or 'the results'}: the explain report is of a catalog op (its kernels are matched by input id), "
-            f"and no {option('backends', '--backend')} says which of the run's backends it compiled",
-            f"add {option('backends', '--backend', artifact[0] if len(artifact) == 1 else 'NAME')}"
+            worded(
+                lambda o: (
+                    f"{source or 'the results'}: the explain report is of a catalog op (its kernels are matched by input id), "
+                    f"and no {o('backends', '--backend')} says which of the run's backends it compiled"
+                )
+            ),
+            worded(lambda o: f"add {o('backends', '--backend', artifact[0] if len(artifact) == 1 else 'NAME')}")
             + (f" (the run's artifact backends: {', '.join(artifact)})" if len(artifact) > 1 else ""),
         )
     out: list[CalibrationCell] = []

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktriage.errors import Worded, spelled, worded
 from ktriage.profile.ncu import Launch, parse_raw_csv
 from ktriage.profile.target import TARGET_ERROR
 
@@ -246,7 +247,7 @@ def default_input(bundle: Any) -> int:
     return ids[0]
 
 
-def _input(value: str | None = None) -> str:
+def _input(value: str | None = None) -> Worded:
     """``input='N=4608' (--input N=4608)``: kt.profile's keyword is ``input`` (one input), where bench's and
     explain's are ``inputs``; a refusal naming ``--input`` alone told a library caller of a flag."""
     from ktriage.errors import option
@@ -260,7 +261,7 @@ def select_input(bundle: Any, selector: str) -> int:
     A recorded bundle's: an entry's number ("3", as ``--input-id`` and the bundle's ``inputs[].id``), else
     what ``bench --bundle -i`` takes (:func:`_recorded_entry`). Profile runs ncu on one input, so a selector
     that matches several is refused with their ids rather than silently taking the first."""
-    from ktriage.errors import KtriageError, option
+    from ktriage.errors import KtriageError
     from ktriage.ops.inputs import InputCase, select_inputs
     from ktriage.workload.recorded.bundle import is_recorded_bundle
 
@@ -272,13 +273,21 @@ def select_input(bundle: Any, selector: str) -> int:
     cases = [InputCase(int(i["id"]), {k: int(v) for k, v in (i.get("facts") or {}).items()}) for i in bundle.inputs]
     if not cases or not cases[0].facts:
         raise KtriageError(
-            f"{_input(text)}: bundle {bundle.path} records no shape facts for its inputs",
-            f"give one of its input ids as {_input()} or {option('input_id', '--input-id')}: {input_ids(bundle)}",
+            worded(lambda o: f"{spelled(_input(text), o)}: bundle {bundle.path} records no shape facts for its inputs"),
+            worded(
+                lambda o: (
+                    f"give one of its input ids as {spelled(_input(), o)} or {o('input_id', '--input-id')}: {input_ids(bundle)}"
+                )
+            ),
         )
     chosen = select_inputs(str(getattr(bundle, "op", "") or "the bundle"), cases, [text], flag=_input())
     if len(chosen) > 1:
         raise KtriageError(
-            f"{_input(text)} matches {len(chosen)} inputs of bundle {bundle.path}: profile runs one",
+            worded(
+                lambda o: (
+                    f"{spelled(_input(text), o)} matches {len(chosen)} inputs of bundle {bundle.path}: profile runs one"
+                )
+            ),
             "add a fact or give one id: " + "; ".join(f"{c.id} ({c.label()})" for c in chosen[:12]),
         )
     return chosen[0].id
@@ -292,7 +301,7 @@ def _recorded_entry(bundle: Any, text: str) -> int:
     facts" for every one of them. A digit is the entry's number (:func:`select_input`), not bench's input
     id within each kernel. The refusals keep the selector's own problem and give profile's fix: it has no
     ``--kernel`` to narrow with, and its numbers are the entries'."""
-    from ktriage.errors import KtriageError
+    from ktriage.errors import KtriageError, Worded, in_flags
     from ktriage.spec.ranges import INPUTS
     from ktriage.workload.recorded.bundle import recorded_view
 
@@ -301,10 +310,16 @@ def _recorded_entry(bundle: Any, text: str) -> int:
     try:
         chosen = view.select(None, [text])
     except KtriageError as exc:  # the selector names bench's inputs (--input); profile's keyword is input
-        raise KtriageError(exc.problem.replace(INPUTS, _input()), _entry_fix(entries, entries)) from None
+        # the library's keyword swapped; the command line's flag (--input) is the same for both verbs
+        problem = Worded(str(exc.problem).replace(INPUTS, _input()), in_flags(exc.problem))
+        raise KtriageError(problem, _entry_fix(entries, entries)) from None
     if len(chosen) != 1:
         raise KtriageError(
-            f"{_input(text)} names {len(chosen)} entries of bundle {bundle.path}, and profile runs one",
+            worded(
+                lambda o: (
+                    f"{spelled(_input(text), o)} names {len(chosen)} entries of bundle {bundle.path}, and profile runs one"
+                )
+            ),
             _entry_fix(chosen, entries),
         )
     return chosen[0].id
@@ -316,9 +331,14 @@ def _entry_fix(shown: Sequence[Any], entries: Sequence[Any]) -> str:
     if not entries:
         return "the bundle has no entry: build it again with at least one recorded input"
     first = entries[0]
-    from ktriage.errors import option
 
-    forms = [f"its entry number ({_input(str(first.id))} or {option('input_id', '--input-id', first.id)})"]
+    forms: list[str] = [
+        worded(
+            lambda o: (
+                f"its entry number ({spelled(_input(str(first.id)), o)} or {o('input_id', '--input-id', first.id)})"
+            )
+        )
+    ]
     alone = next((e for e in entries if sum(o.kernel == e.kernel for o in entries) == 1), None)
     if alone is not None:  # a kernel names one entry only where it has one input
         forms.append(f"its kernel where that has one input ({alone.kernel} or {alone.backend})")

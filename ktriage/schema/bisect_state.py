@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ktriage.errors import option
+from ktriage.errors import worded
 
 
 class CandidateRef(msgspec.Struct):
@@ -66,4 +66,4 @@ class BaselineSchema(msgspec.Struct):
     bad: BaselineSideSchema | None = None
 
 
-BASELINE_FIX = f"record one with {option('record_baseline', '--record-baseline', 'FILE')} at a good commit"
+BASELINE_FIX = worded(lambda o: f"record one with {o('record_baseline', '--record-baseline', 'FILE')} at a good commit")

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ktriage.errors import FormatError, KtriageError
+from ktriage.errors import FormatError, KtriageError, joined
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -145,7 +145,9 @@ def gzip_damage(origin: str, exc: BaseException, fix: str, error: ErrorType = Fo
     again = "copy it again from the machine that wrote it (the original is larger: compare the two sizes)"
     if not isinstance(exc, EOFError):
         again = "copy it again from the machine that wrote it (compare the two files' sha256sum)"
-    return error(f"{origin} is damaged: its gzip data is {how}", again if fix == CHECK_PATH else f"{again}, or {fix}")
+    return error(
+        f"{origin} is damaged: its gzip data is {how}", again if fix == CHECK_PATH else joined(again, ", or ", fix)
+    )
 
 
 def read_text_gz(

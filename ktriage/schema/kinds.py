@@ -74,7 +74,9 @@ def check_not_data(
     kind = data_kind(head) if head is not None else None
     if kind is not None and kind not in allowed:
         raise KtriageError(
-            f"{named or f'{option} {path}'} exists and is {kind}: {written} would replace it",
+            (named or option + f" {path}") + f" exists and is {kind}: {written} would replace it",
             fix
-            or f"write {written} to another file, e.g. {option} {path.with_name(path.stem + '-report' + path.suffix)}",
+            or f"write {written} to another file, e.g. "
+            + option
+            + f" {path.with_name(path.stem + '-report' + path.suffix)}",
         )

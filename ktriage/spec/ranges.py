@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from ktriage.errors import KtriageError, SpecError, option
+from ktriage.errors import KtriageError, SpecError, joined, option, spelled, worded
 
 # How a refusal names the selectors: a kernel's inputs are ``inputs=`` in every kt.* verb that selects
 # them (explain, tune, bench, bench_recorded, bisect, history) and ``--input`` on the command line; a flag
@@ -124,18 +124,32 @@ def select_range(
         try:
             hits = sorted(set(resolve(end)))
         except KtriageError as exc:  # the end's own refusal (names nothing, several), said of the range
-            raise SpecError(f"{flag} {selector!r}, its {which}: {exc.problem}", exc.fix) from None
+            raise SpecError(joined(flag, f" {selector!r}, its {which}: ", exc.problem), exc.fix) from None
         if len(hits) != 1:
             raise SpecError(
-                f"{flag} {selector!r}: its {which} {end!r} names {len(hits)} inputs of {where}, and a range "
-                "runs from one input to one input",
+                joined(
+                    flag,
+                    f" {selector!r}: its {which} {end!r} names {len(hits)} inputs of ",
+                    where,
+                    ", and a range runs from one input to one input",
+                ),
                 "name each end by one input: its full label, or inside its kernel's name (kernel[label])",
             )
         picked.append(hits[0])
     first, last = picked
     if last < first or (group is not None and group(first) != group(last)):
         raise SpecError(
-            f"{flag} {selector!r}: {ends[1]!r} is not after {ends[0]!r} in the same kernel's inputs of {where}",
-            f"give the range from its first input to its last, as explain prints it, or select each input with {flag}",
+            worded(
+                lambda o: (
+                    f"{spelled(flag, o)} {selector!r}: {ends[1]!r} is not after {ends[0]!r} in the same "
+                    f"kernel's inputs of {spelled(where, o)}"
+                )
+            ),
+            worded(
+                lambda o: (
+                    "give the range from its first input to its last, as explain prints it, or select each "
+                    f"input with {spelled(flag, o)}"
+                )
+            ),
         )
     return list(range(first, last + 1))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.errors import SpecError, option
+from ktriage.errors import SpecError, joined, option, separated, spelled, worded
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.ranges import INPUTS, id_runs, range_ends, range_hint, select_range
 from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
@@ -171,7 +171,7 @@ def select_specs(
     if partial:
         kernels = list(dict.fromkeys(s.name.partition("[")[0] for s in partial if s.name.endswith("]")))
         raise SpecError(
-            f"{flag} {selector!r} is part of {len(partial)} kernel names in {target}: "
+            joined(flag, f" {selector!r} is part of {len(partial)} kernel names in ", target, ": ")
             + ", ".join(s.name for s in partial[:8])
             + (", ..." if len(partial) > 8 else ""),
             "select one by its exact name or input label"
@@ -185,9 +185,12 @@ def select_specs(
     ]
     if recorded:  # a workload's inputs: ids count within each kernel, so listed per kernel
         near = did_you_mean(selector, recorded_candidates(recorded))
-        raise SpecError(f"no input of {target} matches {flag} {selector!r}{near}", recorded_choices(recorded))
+        raise SpecError(
+            joined("no input of ", target, " matches ", flag, f" {selector!r}{near}"), recorded_choices(recorded)
+        )
     raise SpecError(
-        f"no kernel in {target} matches {flag} {selector!r}", _spec_choices(specs) + _spec_range_hint(specs)
+        joined("no kernel in ", target, " matches ", flag, f" {selector!r}"),
+        _spec_choices(specs) + _spec_range_hint(specs),
     )
 
 
@@ -291,8 +294,18 @@ def recorded_kernel_hits(
         actual = next((f for k, f in kernels if k == kernel), None)
         if actual is not None:
             raise SpecError(
-                f"{flag} {selector!r}: {kernel} in {where} is the function {actual}, not {function}",
-                f"give {flag} the kernel as the report prints it, {kernel}:{actual}{label} (or {kernel}{label} alone)",
+                worded(
+                    lambda o: (
+                        f"{spelled(flag, o)} {selector!r}: {kernel} in {spelled(where, o)} is the function "
+                        f"{actual}, not {function}"
+                    )
+                ),
+                worded(
+                    lambda o: (
+                        f"give {spelled(flag, o)} the kernel as the report prints it, {kernel}:{actual}{label} "
+                        f"(or {kernel}{label} alone)"
+                    )
+                ),
             )
     return found
 
@@ -328,7 +341,10 @@ def select_recorded_kernels(selectors: Sequence[str], kernels: Sequence[tuple[st
                 k, f = kernels[0]
                 forms = f"; give each as its id ({k}), its function ({f}) or both as the reports print them ({k}:{f})"
             near = did_you_mean(sel, [form for k, f in kernels for form in (f, f"{k}:{f}")])
-            raise SpecError(f"{where} has no kernel {sel!r}{near}", f"choose {KERNELS} from: {choices}{forms}")
+            raise SpecError(
+                joined(where, f" has no kernel {sel!r}{near}"),
+                joined("choose ", KERNELS, f" from: {choices}{forms}"),
+            )
         picked.update(found)
     return sorted(picked)
 
@@ -367,7 +383,13 @@ def select_recorded(
         hits = _recorded_hits(sel, inputs, where)
         if not hits:
             raise SpecError(
-                f"no input of {where} matches {INPUTS} {sel!r}{did_you_mean(sel, recorded_candidates(inputs))}",
+                joined(
+                    "no input of ",
+                    where,
+                    " matches ",
+                    INPUTS,
+                    f" {sel!r}{did_you_mean(sel, recorded_candidates(inputs))}",
+                ),
                 recorded_choices(inputs, report_labels=True, bundle=bundle),
             )
         chosen |= set(hits)
@@ -471,8 +493,8 @@ def recorded_short_label_match(selector: str, inputs: Sequence[RecordedInput], w
             INPUTS,
             where,
             [(kernel, f"{kernel}[{label}]") for kernel, label in named],
-            kernel_option=" or ".join(
-                option("kernels", "--kernel", [k]) for k in dict.fromkeys(inputs[n].kernel for n in hits)
+            kernel_option=separated(
+                " or ", (option("kernels", "--kernel", [k]) for k in dict.fromkeys(inputs[n].kernel for n in hits))
             ),
         )
     return hits
@@ -491,9 +513,15 @@ def ambiguous_short_label(
     if len(kernels) == len(matches):
         fix = "name its kernel with it: " + " or ".join(f"{k}[{short}]" for k in kernels[:6])
         fix += ", ..." if len(kernels) > 6 else ""
-        fix += f" (or narrow with {kernel_option})" if kernel_option else ""
+        fix = joined(fix, " (or narrow with ", kernel_option, ")") if kernel_option else fix
     else:
         fix = f"give one's full label: {listed}"
     return SpecError(
-        f"{flag} {selector!r} is the short label of {len(matches)} recorded inputs in {where}, not of one", fix
+        worded(
+            lambda o: (
+                f"{spelled(flag, o)} {selector!r} is the short label of {len(matches)} recorded inputs in "
+                f"{spelled(where, o)}, not of one"
+            )
+        ),
+        fix,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, joined, option, spelled, worded
 from ktriage.wording import plus_minus
 
 NOISE_FLOOR = 0.01  # a gate below the GPU's run-to-run spread (about 1 %) only flags noise
@@ -53,11 +53,18 @@ def check_gate(
     if percent:
         given, example = f"--threshold {shown}", "--threshold 5 for a 5% gate"
     elif flag_percent:
-        given, example = f"threshold={shown} (--threshold {threshold * 100:g})", f"{_triage(0.1)} for a 10% gate"
+        given = Worded(f"threshold={shown} (--threshold {threshold * 100:g})", f"--threshold {threshold * 100:g}")
+        example = _triage(0.1) + " for a 10% gate"
     else:
-        given, example = option("threshold", "--threshold", threshold), f"{_gate(0.05)} for a 5% gate"
+        given, example = (
+            option("threshold", "--threshold", threshold),
+            worded(lambda o: f"{spelled(_gate(0.05), o)} for a 5% gate"),
+        )
     if not math.isfinite(threshold) or threshold < 0 or (threshold == 0 and not allow_zero):
-        raise KtriageError(f"{given} is not a gate", f"give a positive size of change, e.g. {example}")
+        raise KtriageError(
+            worded(lambda o: f"{spelled(given, o)} is not a gate"),
+            worded(lambda o: f"give a positive size of change, e.g. {spelled(example, o)}"),
+        )
     if threshold >= 1:
         if percent:
             raise KtriageError(
@@ -65,9 +72,10 @@ def check_gate(
                 "triage's --threshold is in percent: give e.g. --threshold 10 for a 10% gate",
             )
         meant = _triage(threshold / 100) if flag_percent else _gate(threshold / 100)
-        named = f"threshold={shown}" if flag_percent else given
+        named = f"threshold={shown}" if flag_percent else given  # flag_percent: only a library caller gives >= 1
         raise KtriageError(
-            f"{named} is a fraction here: a {gate_percent(threshold)} gate", f"for a {shown}% gate pass {meant}"
+            joined(named, f" is a fraction here: a {gate_percent(threshold)} gate"),
+            worded(lambda o: f"for a {shown}% gate pass {spelled(meant, o)}"),
         )
     if percent and 0 < threshold < NOISE_FLOOR:
         raise KtriageError(
@@ -76,11 +84,12 @@ def check_gate(
         )
 
 
-def _gate(fraction: float) -> str:
+def _gate(fraction: float) -> Worded:
     """A gate as the library and the command both take it (the same fraction)."""
     return option("threshold", "--threshold", fraction)
 
 
-def _triage(fraction: float) -> str:
-    """triage's gate: the library's fraction, the command's percent."""
-    return f"threshold={fraction:g} (--threshold {fraction * 100:g})"
+def _triage(fraction: float) -> Worded:
+    """triage's gate: the library's fraction, the command's percent (a :class:`Worded`: the command line
+    reads the flag alone)."""
+    return Worded(f"threshold={fraction:g} (--threshold {fraction * 100:g})", f"--threshold {fraction * 100:g}")

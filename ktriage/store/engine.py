@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
-from ktriage.errors import StoreError, option
+from ktriage.errors import StoreError, Worded, joined, option, spelled, worded
 from ktriage.home import home_path
 from ktriage.store import jsoncodec
 from ktriage.store.fixes import DB, EXAMPLE_URL, MADE_BY
@@ -64,7 +64,7 @@ def check_db(url: object) -> str | None:
     'strip'``. The one check of the verbs' ``db`` keyword (``api/_args.db``) and of :func:`store_url`."""
     if isinstance(url, os.PathLike):
         raise StoreError(
-            f"db (--db) is a path ({type(url).__name__}: {str(url)!r}), not a database URL",
+            joined(option("db", "--db"), f" is a path ({type(url).__name__}: {str(url)!r}), not a database URL"),
             f"give the SQLite file as a URL string: db='sqlite:///{Path(url).expanduser().absolute()}' "
             "(or a PostgreSQL URL, postgresql+psycopg://user@host/db)",
         )
@@ -87,16 +87,16 @@ def store_url(url: str | None) -> str | None:
     return os.environ.get(DB_ENV, "").strip() or None
 
 
-def _url_fix(text: str) -> str:
+def _url_fix(text: str) -> Worded:
     """The fix for a --db that is no URL. A file path (``--db run/store.db``, the natural first try) gets
     its own URL, with the four slashes of an absolute path spelled out, not only the general example,
     named both ways (``db='sqlite:////...' (--db sqlite:////...)``): ``kt.runs_list(db="runs.db")`` reaches
     this message too."""
     example = "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db"
     if "://" in text or not (os.sep in text or text.endswith((".db", ".sqlite", ".sqlite3"))):
-        return example
+        return Worded(example)
     url = f"sqlite:///{Path(text).expanduser().absolute()}"
-    return f"a SQLite file is given as a URL: {option('db', '--db', url)} (or in KTRIAGE_DB)"
+    return worded(lambda o: f"a SQLite file is given as a URL: {o('db', '--db', url)} (or in KTRIAGE_DB)")
 
 
 def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
@@ -109,9 +109,13 @@ def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
     url = store_url(url)
     if url is not None and not url.strip():
         raise StoreError(
-            f"the database URL is empty: {option('db', '--db', url)} or KTRIAGE_DB=''",
-            f"give a URL, e.g. {option('db', '--db', EXAMPLE_URL)}, or leave {DB} and KTRIAGE_DB out for the default "
-            "store",
+            worded(lambda o: f"the database URL is empty: {o('db', '--db', url)} or KTRIAGE_DB=''"),
+            worded(
+                lambda o: (
+                    f"give a URL, e.g. {o('db', '--db', EXAMPLE_URL)}, or leave {spelled(DB, o)} and KTRIAGE_DB out for the default "
+                    "store"
+                )
+            ),
         )
     text = url or default_url()
     try:
@@ -209,7 +213,11 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
     if not database or database == ":memory:":
         raise StoreError(
             "an in-memory SQLite store keeps nothing",
-            f"give a file, e.g. {option('db', '--db', EXAMPLE_URL)}, or leave {DB} out for the default file",
+            worded(
+                lambda o: (
+                    f"give a file, e.g. {o('db', '--db', EXAMPLE_URL)}, or leave {spelled(DB, o)} out for the default file"
+                )
+            ),
         )
     # The SQLite file's missing folders are created (documented in --db's help and docs/environment.md);
     # a path that cannot be a folder or a file is refused here, not as a driver traceback.
@@ -218,7 +226,11 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
     if uri and (str(path) in ("", ".", ":memory:") or str(url.query.get("mode", "")) == "memory"):
         raise StoreError(
             f"the SQLite URI {database} is an in-memory database, which keeps nothing",
-            f"give a file, e.g. {option('db', '--db', EXAMPLE_URL)}, or leave {DB} out for the default file",
+            worded(
+                lambda o: (
+                    f"give a file, e.g. {o('db', '--db', EXAMPLE_URL)}, or leave {spelled(DB, o)} out for the default file"
+                )
+            ),
         )
     if not path.is_absolute() and not uri:
         _refuse_slash_slip(database)
@@ -232,12 +244,12 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
     except OSError as exc:
         raise StoreError(
             f"cannot create the folder of the store {str(path)[:200]}: {exc.strerror or exc}",
-            f"give {DB} a sqlite:/// path in a writable folder (names up to 255 bytes)",
+            worded(lambda o: f"give {spelled(DB, o)} a sqlite:/// path in a writable folder (names up to 255 bytes)"),
         ) from exc
     if exists and not path.is_file():
         raise StoreError(
             f"the store path {path} is not a file",
-            f"give {DB} the path of a SQLite file, e.g. {option('db', '--db', EXAMPLE_URL)}",
+            worded(lambda o: f"give {spelled(DB, o)} the path of a SQLite file, e.g. {o('db', '--db', EXAMPLE_URL)}"),
         )
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **_JSON_CODEC)
 
@@ -314,8 +326,12 @@ def _refuse_slash_slip(database: str) -> None:
         raise StoreError(
             f"sqlite:///{database} is a path relative to the current folder ({Path(database).absolute()}), "
             f"whose folder does not exist, while {meant.parent} does",
-            f"an absolute path takes four slashes: {option('db', '--db', f'sqlite:///{meant}')}; for a path "
-            f"under the current folder, start it with ./ (sqlite:///./{database})",
+            worded(
+                lambda o: (
+                    f"an absolute path takes four slashes: {o('db', '--db', f'sqlite:///{meant}')}; for a path "
+                    f"under the current folder, start it with ./ (sqlite:///./{database})"
+                )
+            ),
         )
 
 
@@ -327,22 +343,26 @@ def _check_existing_sqlite(path: Path, *, default: bool) -> None:
     except OSError as exc:  # a name too long, a component that is a file...
         raise StoreError(
             f"cannot use the store path {str(path)[:200]}: {exc.strerror or exc}",
-            f"give {DB} a sqlite:/// path of an existing store (names up to 255 bytes)",
+            worded(lambda o: f"give {spelled(DB, o)} a sqlite:/// path of an existing store (names up to 255 bytes)"),
         ) from exc
     if not exists:
         if default:
             raise StoreError(
                 f"there is no results store yet ({path} does not exist)",
-                f"{MADE_BY}; pass {option('db', '--db', 'URL')} to read another store",
+                worded(lambda o: f"{spelled(MADE_BY, o)}; pass {o('db', '--db', 'URL')} to read another store"),
             )
         raise StoreError(
             f"no store at {path}: the file does not exist",
-            f"check the path given as {DB}: reading a store never creates one; {MADE_BY}",
+            worded(
+                lambda o: (
+                    f"check the path given as {spelled(DB, o)}: reading a store never creates one; {spelled(MADE_BY, o)}"
+                )
+            ),
         )
     if not path.is_file():
         raise StoreError(
             f"the store path {path} is not a file",
-            f"give {DB} the path of a SQLite file, e.g. {option('db', '--db', EXAMPLE_URL)}",
+            worded(lambda o: f"give {spelled(DB, o)} the path of a SQLite file, e.g. {o('db', '--db', EXAMPLE_URL)}"),
         )
     try:
         with path.open("rb") as f:
@@ -354,7 +374,11 @@ def _check_existing_sqlite(path: Path, *, default: bool) -> None:
     if head != SQLITE_MAGIC:
         raise StoreError(
             f"{path} is not a SQLite database" + (" (the file is empty)" if not head else ""),
-            f"point {DB} at a ktriage store (reading never converts a file into one); {MADE_BY}",
+            worded(
+                lambda o: (
+                    f"point {spelled(DB, o)} at a ktriage store (reading never converts a file into one); {spelled(MADE_BY, o)}"
+                )
+            ),
         )
     # Asked on a read-only connection without the engine's hooks: they would switch another database to WAL.
     try:
@@ -363,11 +387,18 @@ def _check_existing_sqlite(path: Path, *, default: bool) -> None:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SCHEMA_TABLE,)
             ).fetchone()
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the store {path}: {exc}", f"point {DB} at a ktriage store; {MADE_BY}") from exc
+        raise StoreError(
+            f"cannot open the store {path}: {exc}",
+            worded(lambda o: f"point {spelled(DB, o)} at a ktriage store; {spelled(MADE_BY, o)}"),
+        ) from exc
     if found is None:
         raise StoreError(
             f"{path} is a SQLite database but not a ktriage store (it has no {SCHEMA_TABLE} table)",
-            f"point {DB} at a ktriage store (reading never adds the store's tables to a database); {MADE_BY}",
+            worded(
+                lambda o: (
+                    f"point {spelled(DB, o)} at a ktriage store (reading never adds the store's tables to a database); {spelled(MADE_BY, o)}"
+                )
+            ),
         )
 
 

@@ -12,7 +12,7 @@ import csv
 import io
 from typing import Literal
 
-from ktriage.errors import StoreError, option
+from ktriage.errors import StoreError, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import EXPORT_CSV_COLUMNS as CSV_COLUMNS
 from ktriage.measure.results_file import parse_results, results_text
@@ -84,7 +84,11 @@ def export_run(run: RunInfo, cells: list[Cell], fmt: str) -> str:
     if fmt == "csv":
         return export_csv(run, cells)
     raise StoreError(
-        f"unknown export format {option('fmt', '--format', fmt)}",
-        f"use {option('fmt', '--format', 'json')} or {option('fmt', '--format', 'csv')} "
-        "(kt.runs_export(run=...) gives both: .json_text() and .to_csv())",
+        worded(lambda o: f"unknown export format {o('fmt', '--format', fmt)}"),
+        worded(
+            lambda o: (
+                f"use {o('fmt', '--format', 'json')} or {o('fmt', '--format', 'csv')} "
+                "(kt.runs_export(run=...) gives both: .json_text() and .to_csv())"
+            )
+        ),
     )

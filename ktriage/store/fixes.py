@@ -9,17 +9,22 @@ imports it), so it may import none of them.
 
 from __future__ import annotations
 
-from ktriage.errors import option
+from ktriage.errors import option, run_as, spelled, worded
 
 DB = option("db", "--db")
 EXAMPLE_URL = "sqlite:////path/ktriage.db"
 # Who makes a store, named both ways: the fix sent a library caller to `ktriage bench` only.
 MADE_BY = (
-    "a store is made by kt.bench(...) (`ktriage bench`) or kt.runs_import(path='R.json') (`ktriage runs import R.json`)"
+    "a store is made by "
+    + run_as("kt.bench(...)", "ktriage bench")
+    + " or "
+    + run_as("kt.runs_import(path='R.json')", "ktriage runs import R.json")
 )
 # The fix of a store whose rows do not read back (edited, damaged): the run out, its export back in.
-DAMAGED_FIX = (
-    "the store was edited or damaged: delete the run (kt.runs_delete(run=...), or `ktriage runs delete RUN`) and "
-    "re-import it from its export (kt.runs_import(path='R.json'), or `ktriage runs import R.json`), or point "
-    f"{DB} at another store"
+DAMAGED_FIX = worded(
+    lambda o: (
+        f"the store was edited or damaged: delete the run ({spelled(run_as('kt.runs_delete(run=...)', 'ktriage runs delete RUN'), o)}) and "
+        f"re-import it from its export ({spelled(run_as('kt.runs_import(path=...)', 'ktriage runs import R.json'), o)}), or point "
+        f"{spelled(DB, o)} at another store"
+    )
 )

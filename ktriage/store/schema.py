@@ -35,7 +35,7 @@ from sqlalchemy import (
     text,
 )
 
-from ktriage.errors import StoreError
+from ktriage.errors import StoreError, spelled, worded
 from ktriage.store.engine import SCHEMA_TABLE
 from ktriage.store.fixes import DB
 
@@ -122,10 +122,14 @@ def ensure_schema(engine: Engine, url_text: str) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoreError(
             f"the store {url_text} has schema version {str(version)[:40]!r}, which no ktriage writes",
-            f"the store was edited or damaged: point {DB} at a ktriage store, or restore this one from a backup",
+            worded(
+                lambda o: (
+                    f"the store was edited or damaged: point {spelled(DB, o)} at a ktriage store, or restore this one from a backup"
+                )
+            ),
         )
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"the store {url_text} has schema version {version}, newer than this ktriage understands ({SCHEMA_VERSION})",
-            f"upgrade ktriage (pip install -U ktriage), or point {DB} at another store",
+            worded(lambda o: f"upgrade ktriage (pip install -U ktriage), or point {spelled(DB, o)} at another store"),
         )

@@ -19,7 +19,7 @@ import msgspec
 from sqlalchemy import Connection, Engine, RowMapping, delete, func, insert, select, update
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
-from ktriage.errors import StoreError, option
+from ktriage.errors import StoreError, Worded, run_as, spelled, worded
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
@@ -108,8 +108,12 @@ def open_store(url: str | None = None, *, must_exist: bool = False) -> Store:
         engine.dispose()
         raise StoreError(
             f"cannot open the store {display_url(engine)}: {exc.orig}",
-            f"point {DB} at a ktriage store, or at a path where a new one may be created (the file there is not a "
-            "database)",
+            worded(
+                lambda o: (
+                    f"point {spelled(DB, o)} at a ktriage store, or at a path where a new one may be created (the file there is not a "
+                    "database)"
+                )
+            ),
         ) from exc
     except BaseException:
         engine.dispose()  # a refused store (e.g. a newer schema) leaves no connection open behind
@@ -127,13 +131,29 @@ def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> 
     doing = "write to" if writing else "open"
     if engine.dialect.name == "sqlite":
         if "readonly" in text or "read-only" in text:
-            fix = f"the SQLite file or its folder is read-only here: give {DB} a writable path (or copy the store)"
+            fix = worded(
+                lambda o: (
+                    f"the SQLite file or its folder is read-only here: give {spelled(DB, o)} a writable path (or copy the store)"
+                )
+            )
         elif "locked" in text:
-            fix = f"another process holds the store's write lock: wait for it, or give {DB} another store"
+            fix = worded(
+                lambda o: (
+                    f"another process holds the store's write lock: wait for it, or give {spelled(DB, o)} another store"
+                )
+            )
         elif "disk" in text or "full" in text:
-            fix = f"free some space on the store's disk (nothing of this write was kept), or give {DB} another store"
+            fix = worded(
+                lambda o: (
+                    f"free some space on the store's disk (nothing of this write was kept), or give {spelled(DB, o)} another store"
+                )
+            )
         else:
-            fix = f"check the path given as {DB}: a SQLite file (created if missing) in a folder that exists and can be written"
+            fix = worded(
+                lambda o: (
+                    f"check the path given as {spelled(DB, o)}: a SQLite file (created if missing) in a folder that exists and can be written"
+                )
+            )
         return StoreError(f"cannot {doing} the store {url}: {text}", fix)
     if "timeout" in text.lower() or "timed out" in text.lower():
         return StoreError(
@@ -144,7 +164,11 @@ def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> 
         )
     return StoreError(
         f"cannot {doing} the store {url}: {text}",
-        f"check the URL given as {DB} (host, port, user, password, database) and that the server is running",
+        worded(
+            lambda o: (
+                f"check the URL given as {spelled(DB, o)} (host, port, user, password, database) and that the server is running"
+            )
+        ),
     )
 
 
@@ -481,8 +505,18 @@ class Store:
             if self.has_run(run.run_id):
                 raise StoreError(
                     f"run {run.run_id} is already in the store {self.url}",
-                    f"nothing was imported; to replace it, delete it first (kt.runs_delete(run={run.run_id!r}, db=...), "
-                    f"or `ktriage runs delete {run.run_id}` with the same --db), or import into another store ({DB})",
+                    worded(
+                        lambda o: (
+                            "nothing was imported; to replace it, delete it first ("
+                            + spelled(
+                                run_as(
+                                    f"kt.runs_delete(run={run.run_id!r}, db=...)", f"ktriage runs delete {run.run_id}"
+                                ),
+                                o,
+                            )
+                            + f" with the same {spelled(DB, o)}), or import into another store ({spelled(DB, o)})"
+                        )
+                    ),
                 ) from exc
             # the run was new: the database refused a cell (a constraint or trigger of its own), and the whole
             # transaction, the run's row with it, was rolled back
@@ -546,17 +580,19 @@ class Store:
             )
         raise StoreError(f"no run {ref!r} in the store {self.url}", self._recent_runs_hint())
 
-    def _recent_runs_hint(self) -> str:
+    def _recent_runs_hint(self) -> Worded:
         recent = self.summaries(limit=5)
         if not recent:
-            return (
-                "the store has no runs yet: measure with kt.bench(...) (`ktriage bench ...`), or pass "
-                f"{option('db', '--db', 'URL')} for another store"
+            return worded(
+                lambda o: (
+                    f"the store has no runs yet: measure with {spelled(run_as('kt.bench(...)', 'ktriage bench ...'), o)}, or pass "
+                    f"{o('db', '--db', 'URL')} for another store"
+                )
             )
         listed = "; ".join(
             f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent
         )
-        return f"recent runs: {listed} (all: kt.runs_list(), or `ktriage runs list`)"
+        return f"recent runs: {listed} (all: " + run_as("kt.runs_list()", "ktriage runs list") + ")"
 
     def load_run(self, ref: str) -> tuple[RunInfo, list[Cell]]:
         """The run (by id or unique prefix) and its cells in measurement order."""

@@ -32,7 +32,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from ktriage.errors import ToolchainError, option
+from ktriage.errors import ToolchainError, worded
 
 KNOWN_KEYS = ("triton", "ptxas", "ptxas-options")
 _ITEM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_-]*)\s*(==|=)\s*(.*?)\s*$", re.S)
@@ -170,7 +170,7 @@ def _several_toolchains(text: str, items: list[tuple[str, str, str]], key: str) 
     split = [",".join(spec) for spec in specs]
     return ToolchainError(
         f"toolchain spec {text!r} names {len(split)} toolchains ({key} twice): a spec is one toolchain",
-        f"give several as a list: {option('toolchains', '-t', split)}",
+        worded(lambda o: f"give several as a list: {o('toolchains', '-t', split)}"),
     )
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import SpecError, option, worded
+from ktriage.errors import SpecError, joined, run_as, worded
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
@@ -186,8 +186,10 @@ def _recorded_tune_bundle(
     if workload is None:
         raise SpecError(
             f"{spec.name} is a recorded kernel, but the workload file it came from is not known here",
-            "tune it with the workload file as the target: kt.tune(target='W.json', inputs=[...]) "
-            "(`ktriage tune W.json --input ...`)",
+            joined(
+                "tune it with the workload file as the target: ",
+                run_as("kt.tune(target='W.json', inputs=[...])", "ktriage tune W.json --input ..."),
+            ),
         )
     kernel, input_id = str(spec.meta.get("workload_kernel")), int(spec.meta.get("input_id", 0))
     tc = result.toolchain
@@ -199,7 +201,7 @@ def _recorded_tune_bundle(
     if entry.spec_key != spec.key():
         raise SpecError(
             f"the recorded bundle holds another kernel than the tuned spec ({entry.spec_key} vs {spec.key()})",
-            f"tune the workload's kernel as recorded (the same {option('arch', '--arch')})",
+            worded(lambda o: f"tune the workload's kernel as recorded (the same {o('arch', '--arch')})"),
         )
     return TuneBundle(
         out_dir,
@@ -249,8 +251,12 @@ def _op_tune_bundle(
     if key != spec.key():
         raise SpecError(
             f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
-            f"tune the catalog op with the bench's defaults (the same {option('arch', '--arch')}, "
-            f"{option('sm_count', '--sm-count')} and {option('precision', '--precision')})",
+            worded(
+                lambda o: (
+                    f"tune the catalog op with the bench's defaults (the same {o('arch', '--arch')}, "
+                    f"{o('sm_count', '--sm-count')} and {o('precision', '--precision')})"
+                )
+            ),
         )
     tb = TuneBundle(
         Path(out_dir),
@@ -289,7 +295,7 @@ def write_tune_bundles(
     if any(r.space.spec.meta.get("recorded") for r in results):
         raise SpecError(
             "tuning several recorded inputs in one GPU run is not supported yet",
-            f"tune one recorded input at a time: one item in {option('inputs', '--input')}",
+            worded(lambda o: f"tune one recorded input at a time: one item in {o('inputs', '--input')}"),
         )
     numbering = config_numbering(results)
     parts = [

@@ -20,7 +20,7 @@ from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError, option, worded
+from ktriage.errors import KtriageError, worded
 from ktriage.predict.configs import (
     Estimate,
     change_from_default,
@@ -194,11 +194,12 @@ def screen(
     """
     if top_k < 1:
         raise KtriageError(
-            f"{option('top_k', '--top-k', top_k)} keeps nothing", f"use {option('top_k', '--top-k', 1)} or more"
+            worded(lambda o: f"{o('top_k', '--top-k', top_k)} keeps nothing"),
+            worded(lambda o: f"use {o('top_k', '--top-k', 1)} or more"),
         )
     if max_spill_bytes < 0:
         raise KtriageError(
-            f"{option('max_spill_bytes', '--max-spill-bytes', max_spill_bytes)} is negative",
+            worded(lambda o: f"{o('max_spill_bytes', '--max-spill-bytes', max_spill_bytes)} is negative"),
             "use 0 (no spills) or a byte count",
         )
     if configs is not None:

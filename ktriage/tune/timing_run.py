@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktriage.errors import KtriageError, Worded, in_flags, option, worded
+from ktriage.errors import KtriageError, Worded, in_flags, joined, option, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
 
@@ -59,9 +59,13 @@ def time_candidates(
 
     if budget <= 0:
         raise KtriageError(
-            f"{option('budget', '--budget', budget)} leaves no GPU time",
-            f"give GPU seconds, e.g. {option('budget', '--budget', 10)}, or use "
-            f"{option('compile_only', '--compile-only', True)}",
+            worded(lambda o: f"{o('budget', '--budget', budget)} leaves no GPU time"),
+            worded(
+                lambda o: (
+                    f"give GPU seconds, e.g. {o('budget', '--budget', 10)}, or use "
+                    f"{o('compile_only', '--compile-only', True)}"
+                )
+            ),
         )
     first = results[0].space.spec
     out = bundle or home_subdir("bundles") / (
@@ -87,7 +91,7 @@ def time_candidates(
             )
     if results_file is not None and not results_file.is_file():
         raise KtriageError(
-            f"{option('results_file', '--results')} {results_file} does not exist",
+            worded(lambda o: f"{o('results_file', '--results')} {results_file} does not exist"),
             f"time the kept candidates on the GPU machine first (it writes that file): {' '.join(command)}",
         )
     if not results_path.exists():
@@ -154,8 +158,10 @@ def _check_results_of(tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: P
         if candidates and not candidates & {*verdict.medians_ms, *verdict.failed}:
             others = sorted(verdict.not_candidates_ms)
             raise KtriageError(
-                f"{option('results_file', '--results')} {path} holds none of the {plural(len(candidates), 'candidate config')} of this tune's bundle "
-                f"({tb.backend}, input {tb.input_id}): "
+                joined(
+                    option("results_file", "--results"),
+                    f" {path} holds none of the {plural(len(candidates), 'candidate config')} of this tune's bundle ({tb.backend}, input {tb.input_id}): ",
+                )
                 + (
                     f"it timed {', '.join(others)}, which this screening does not keep"
                     if others

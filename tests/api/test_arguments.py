@@ -192,7 +192,7 @@ def test_bench_only_reads_the_commands_comma_spelling() -> None:
     """only="a,b" was the backends 'a', ',', 'b'... (the characters); the command's --only is split
     on commas."""
     # accepted: the call goes on to its last check (compile_only with no toolchain compiles nothing)
-    with pytest.raises(KtriageError, match=r"with no -t/--toolchain \(toolchains\): nothing to compile"):
+    with pytest.raises(KtriageError, match=r"with no toolchains \(-t/--toolchain\): nothing to compile"):
         kt.bench(op="layer_norm", only="liger_layer_norm,torch_layer_norm", compile_only=True)
     with pytest.raises(KtriageError, match=r"layer_norm has 1 unknown backend \['nope'\]"):
         kt.bench(op="layer_norm", only="nope", compile_only=True)
@@ -214,7 +214,8 @@ def test_compile_only_without_a_toolchain_is_refused_by_the_library_too(call: An
     DIR'; kt.bench_recorded(bundle=..., compile_only=True) loaded the bundle and did nothing."""
     with pytest.raises(KtriageError, match=r"nothing to compile") as raised:
         call(**kwargs, compile_only=True)
-    assert "name the toolchains" in str(raised.value.fix)
+    assert "name the toolchains: toolchains=[...]" in str(raised.value.fix)
+    assert raised.value.problem.startswith("compile_only=True (--compile-only) with no toolchains (-t/--toolchain)")
 
 
 @pytest.mark.parametrize(
@@ -508,8 +509,12 @@ def test_a_progress_hook_that_is_no_function_is_refused_first(call: object, kwar
 @pytest.mark.parametrize(
     "given, kind, goes",
     [
-        (AA_PAIR + "1.json", "a results file", "results="),
-        ("benchmarks/explain/layer_norm_bwd_triton_3.3.1_vs_3.4.0.json", "an explain report", "explain="),
+        (AA_PAIR + "1.json", "a results file", "pass it as results (--results) with"),
+        (
+            "benchmarks/explain/layer_norm_bwd_triton_3.3.1_vs_3.4.0.json",
+            "an explain report",
+            "pass it as explain (--explain), one per",
+        ),
     ],
 )
 def test_calibrate_names_a_results_file_or_a_report_given_as_the_cells(given: str, kind: str, goes: str) -> None:

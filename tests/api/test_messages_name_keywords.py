@@ -310,7 +310,7 @@ def test_bench_recorded_names_op_toolchains_and_kernels_as_keywords(tmp_path: Pa
     with pytest.raises(KtriageError) as operator:
         kt.bench_recorded(workload="layer_norm")
     assert operator.value.problem.endswith("bench takes an operator as op (--op)")
-    assert (operator.value.fix or "").startswith("kt.bench(op='layer_norm', ...) (ktriage bench --op layer_norm")
+    assert (operator.value.fix or "").startswith("kt.bench(op='layer_norm', ...) (`ktriage bench --op layer_norm")
     with pytest.raises(KtriageError) as no_workload:
         kt.bench_recorded(toolchains="triton==3.4.0", bundle=tmp_path / "b", compile_only=True)
     assert no_workload.value.problem == (
@@ -374,7 +374,8 @@ LN_BWD = ROOT / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"  # one H2
             {"reference": "triton==3.4.0"},
             "reference (--reference) picks the reference among the toolchains of one run, but toolchains "
             "(--toolchains) was not given",
-            "add toolchains=True (--toolchains) (kt.compare(old=RUN, toolchains=True, reference=TOOLCHAIN); ",
+            "add toolchains=True (--toolchains): kt.compare(old=RUN, toolchains=True, reference=TOOLCHAIN) "
+            "(`ktriage compare RUN --toolchains --reference TOOLCHAIN`)",
         ),
         (
             {"toolchains": True, "reference": "triton==3.9.0"},
@@ -401,13 +402,13 @@ LN_BWD = ROOT / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"  # one H2
         (
             {},
             "compare needs two runs or result files, old and new (or one run with toolchains=True (--toolchains))",
-            "e.g. kt.compare(old='old.json', new='new.json') (ktriage compare old.json new.json)",
+            "e.g. kt.compare(old='old.json', new='new.json') (`ktriage compare old.json new.json`)",
         ),
         (
             {"new": str(LN_BWD)},
             "both sides are one file",
             f"give two different runs, or compare the toolchains inside this one: kt.compare(old='{LN_BWD}', "
-            f"toolchains=True) (ktriage compare {LN_BWD} --toolchains)",
+            f"toolchains=True) (`ktriage compare {LN_BWD} --toolchains`)",
         ),
     ],
     ids=["reference-alone", "reference-unknown", "baseline-compiled", "op-other", "two-sides", "no-new", "one-file"],

@@ -45,13 +45,12 @@ def test_bench_compile_only_keeps_a_manifest_that_is_not_a_bundles(
     out = run_cli(["bench", *argv, "--bundle", str(folder)])
     assert out.exit_code == exit_codes.USAGE, out.output
     assert out.problem == (
-        f"bundle={str(folder)!r} (--bundle {folder}): {folder / 'manifest.json'} exists and is not a ktriage "
+        f"--bundle {folder}: {folder / 'manifest.json'} exists and is not a ktriage "
         "bundle's manifest: the bundle's manifest.json would replace it"
     )
     sibling = tmp_path / "webapp-bundle"
     assert out.fix == (
-        "write the bundle to a folder of its own (new, empty, or holding a ktriage bundle), e.g. "
-        f"bundle={str(sibling)!r} (--bundle {sibling})"
+        f"write the bundle to a folder of its own (new, empty, or holding a ktriage bundle), e.g. --bundle {sibling}"
     )
     # refused before the compile: the file is intact and nothing was added beside it
     assert (folder / "manifest.json").read_text() == WEB_APP

@@ -26,19 +26,19 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
         (
             [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload's kernels=['K0'] (--kernel K0) matches inputs (--input) '7' fix: give an input id of K0 (0); ",
+            "no input of the workload's --kernel K0 matches --input '7' fix: give an input id of K0 (0); ",
         ),
         # explain's short label of K7's input is an argument of K6's (forward) input too: refused, not one picked
         (
             [str(LN_BWD), "-i", "X_ptr=4096x4608", *TOOLCHAINS, "--compile-only"],
             "is the short label of 2 recorded inputs in the workload, not of one fix: name its kernel with it: "
             "_layer_norm_forward_kernel.K6[X_ptr=4096x4608] or _layer_norm_backward_kernel.K7[X_ptr=4096x4608] "
-            "(or narrow with kernels=['K6'] (--kernel K6) or kernels=['K7'] (--kernel K7))",
+            "(or narrow with --kernel K6 or --kernel K7)",
         ),
         # a typo next to a selector that matches: refused by name (it was dropped, input 0 compiled alone)
         (
             [str(LN_BWD), "--kernel", "K7", "-i", "0", "-i", "X_ptr=4096x4609", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload's kernels=['K7'] (--kernel K7) matches inputs (--input) 'X_ptr=4096x4609' "
+            "no input of the workload's --kernel K7 matches --input 'X_ptr=4096x4609' "
             "(did you mean 'X_ptr=4096x4608'?) fix: give an input id of K7 "
             "(0..7); an input's label as `workload show` prints it, or some of its arguments, alone or inside its "
             "kernel's name (e.g. K7[X_ptr=4096x4608]); its label as bench's and compare's reports print it (K7 input "
@@ -53,7 +53,7 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         # without a toolchain: "no bundle at DIR: DIR does not exist", as if the bundle were to be read
         (
             [str(MANY), "--compile-only", "--bundle", "new-dir"],
-            "--compile-only (compile_only) with no -t/--toolchain (toolchains)",
+            "--compile-only with no -t/--toolchain: nothing to compile",
         ),
     ],
 )
@@ -225,11 +225,11 @@ def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli
     wrong = run_cli(["bench", str(LN_BWD), "--kernel", "K7:_layer_norm_forward_kernel", *TOOLCHAINS, "--compile-only"])
     assert wrong.exit_code == exit_codes.USAGE, wrong.output
     assert wrong.problem == (
-        "kernels (--kernel) 'K7:_layer_norm_forward_kernel': K7 in the workload is the function "
+        "--kernel 'K7:_layer_norm_forward_kernel': K7 in the workload is the function "
         "_layer_norm_backward_kernel, not _layer_norm_forward_kernel"
     ), wrong.output
     assert wrong.fix == (
-        "give kernels (--kernel) the kernel as the report prints it, K7:_layer_norm_backward_kernel (or K7 alone)"
+        "give --kernel the kernel as the report prints it, K7:_layer_norm_backward_kernel (or K7 alone)"
     )
     missing = run_cli(["bench", str(LN_BWD), "--kernel", "K99", *TOOLCHAINS, "--compile-only"])
     assert missing.exit_code == exit_codes.USAGE and missing.problem == "the workload has no kernel 'K99'", (
@@ -244,7 +244,7 @@ def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli
     wrong = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K0:_layer_norm_forward_kernel"])
     assert wrong.exit_code == exit_codes.USAGE, wrong.output
     assert wrong.problem == (
-        f"kernels (--kernel) 'K0:_layer_norm_forward_kernel': K0 in bundle {bundle} is the function "
+        f"--kernel 'K0:_layer_norm_forward_kernel': K0 in bundle {bundle} is the function "
         "_rms_norm_forward_kernel, not _layer_norm_forward_kernel"
     ), wrong.output
     missing = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K5:_rms_norm_forward_kernel"])
@@ -253,7 +253,7 @@ def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli
         f"bundle {bundle} has no kernel 'K5:_rms_norm_forward_kernel' (did you mean 'K0:_rms_norm_forward_kernel'?)"
     )
     assert missing.fix == (
-        "choose kernels (--kernel) from: K0 (_rms_norm_forward_kernel); give each as its id (K0), its function "
+        "choose --kernel from: K0 (_rms_norm_forward_kernel); give each as its id (K0), its function "
         f"(_rms_norm_forward_kernel) or both as the reports print them ({printed})"
     )
     if not has_gpu:  # selected, then stopped where a CPU machine stops: at the measuring

@@ -54,7 +54,7 @@ def test_bisect_gpus_is_checked_before_anything_runs(monkeypatch: Any, capsys: A
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     base = ["bisect", "--source", "ptxas", "--good", "12.4.131", "--bad", "12.8.93", "--op", "liger.embedding"]
     assert main([*base, "--metric", "sass:ATOMG", "--gpus", "all"]) == 2
-    assert "gpus (--gpus) applies to a timed bisect" in capsys.readouterr().err
+    assert "error: --gpus applies to a timed bisect" in capsys.readouterr().err
     assert (
         main([*base, "--metric", "latency", "--gpus", "0,5", "--bundle", "b", "--backend", "liger", "--input", "0"])
         == 2

@@ -159,17 +159,10 @@ def test_a_timed_bisect_checks_backend_input_and_timing_before_measuring(
     base += ["--bundle", str(out), "--state", str(tmp_path / "s.json")]
     for backend in ("liger", "liger_embedding"):
         r = run_cli([*base, "--backend", backend, "--input", "7"])
-        assert (
-            r.exit_code == 2
-            and f"backend={backend!r} (--backend {backend}) is not an artifact backend of bundle" in r.problem
-        ), r.output
+        assert r.exit_code == 2 and f"--backend {backend} is not an artifact backend of bundle" in r.problem, r.output
         assert r.fix == "use one it holds: liger_layer_norm"
     r = run_cli([*base, "--input", "7"])
-    assert r.exit_code == 2 and r.fix == (
-        "e.g. backend='liger_layer_norm' (--backend liger_layer_norm) and inputs=['7'] (--input 7)"
-    ), r.output
+    assert r.exit_code == 2 and r.fix == ("e.g. --backend liger_layer_norm and --input 7"), r.output
     r = run_cli([*base, "--backend", "liger_layer_norm", "--input", "7", "--artifact-timing", "kernels"])
-    assert (
-        r.exit_code == 2 and "artifact_timing='kernels' (--artifact-timing kernels) is not a timing target" in r.problem
-    ), r.output
+    assert r.exit_code == 2 and "--artifact-timing kernels is not a timing target" in r.problem, r.output
     assert not (tmp_path / "s.json").exists()  # refused before the preflight: nothing was measured

@@ -142,7 +142,7 @@ def test_verb_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]) -> Non
     """A verb's own code comes back unchanged: bisect-step speaks git bisect's 128 (abort) for a user error."""
     assert main(OCCUPANCY) == exit_codes.OK
     assert main(["bisect-step"]) == 128
-    assert "exactly one of baseline (--baseline) and record_baseline (--record-baseline)" in capsys.readouterr().err
+    assert "give exactly one of --baseline and --record-baseline" in capsys.readouterr().err
 
 
 def test_a_command_runs_with_rarer_collections_and_restores_the_collector(

@@ -22,7 +22,7 @@ from tests.conftest import RunCli
         (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
         (
             ["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"],
-            "add liger_layer_norm or triton_layer_norm to only (--only)",
+            "add liger_layer_norm or triton_layer_norm to --only (the layer_norm backends a toolchain compiles)",
         ),
         # no GPU here, and native backends compile nothing: the fix is the GPU machine, not --compile-only
         (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "run it on the GPU machine"),
@@ -38,7 +38,7 @@ from tests.conftest import RunCli
         (["--op", "rms_norm", "-t", "triton==3.4.0", "--compile-only"], "or bench one of: layer_norm, embedding, rope"),
         (["--op", "nosuch_op"], "unknown operator 'nosuch_op'"),
         # --compile-only with no toolchain compiled nothing and exited 0 without a word
-        (["--op", "layer_norm", "--compile-only"], "--compile-only (compile_only) with no -t/--toolchain (toolchains)"),
+        (["--op", "layer_norm", "--compile-only"], "--compile-only with no -t/--toolchain: nothing to compile"),
         # --compile-only measures nothing: -o and --format json wrote and printed nothing, exit 0
         (
             ["--op", "layer_norm", "-t", "triton==3.4.0", "-i", "0", "--compile-only", "-o", "r.json"],
@@ -246,8 +246,8 @@ def test_measuring_a_bundle_refuses_the_options_of_compiling(
         built = run_cli(["bench", *source, "-t", "triton==3.4.0", "--compile-only", "--bundle", str(bundle)])
         assert built.exit_code == exit_codes.OK, built.output
         for given, problem in (
-            (["-j", "8"], "-j/--jobs 8 (jobs)"),
-            (["--compile-timeout", "60", "--jobs", "2"], "-j/--jobs 2, --compile-timeout 60 (jobs, compile_timeout)"),
+            (["-j", "8"], "-j/--jobs 8"),
+            (["--compile-timeout", "60", "--jobs", "2"], "-j/--jobs 2, --compile-timeout 60"),
         ):
             out = run_cli(["bench", "--bundle", str(bundle), *given])
             assert out.exit_code == exit_codes.USAGE, out.output
@@ -275,9 +275,11 @@ def test_measuring_with_toolchains_and_no_gpu_is_refused_before_the_compile(tmp_
         )
         assert out.exit_code == exit_codes.USAGE, out.output
         assert out.problem.startswith("measuring needs "), out.err_text
-        assert "GPU" in out.problem and "(--compile-only) and bundle='DIR' (--bundle DIR)" in (out.fix or ""), (
-            out.err_text
-        )
+        assert "GPU" in out.problem and (out.fix or "").startswith(
+            "add --compile-only and --bundle DIR to compile here (no GPU needed), then measure the bundle on the GPU "
+            "machine: `ktriage bench --bundle DIR`"
+        ), out.err_text
+        assert "kt." not in out.err_text, out.err_text
         assert "bundle:" not in out.output and not bundle.exists()  # refused before the compile
 
 
@@ -307,17 +309,20 @@ def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tm
     command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""
     out = run_cli(["bench", "--bundle", str(tmp_path / "b"), "-t", "triton==3.4.0"])
     assert out.exit_code == exit_codes.USAGE, out.output
-    assert out.problem == "no op (--op) given" and "to measure that bundle, drop toolchains (-t)" in (out.fix or "")
+    assert out.problem == "no --op given" and "to measure that bundle, drop -t;" in (out.fix or ""), out.err_text
 
 
 @pytest.mark.parametrize(
     "args, fix",
     [
         # the fix named liger_layer_norm whatever the op: an embedding bench is told its own artifact backend
-        (["--op", "embedding", "--bwd", "--only", "torch_embedding"], "add liger_embedding to only (--only)"),
+        (["--op", "embedding", "--bwd", "--only", "torch_embedding"], "add liger_embedding to --only"),
         # rope has no backend that a toolchain compiles: there is nothing to add to --only, so drop -t
-        (["--op", "rope", "--only", "apply_rotary_pos_emb,liger_rotary_pos_emb"], "drop toolchains (-t/--toolchain)"),
-        (["--op", "rope"], "drop toolchains (-t/--toolchain)"),
+        (
+            ["--op", "rope", "--only", "apply_rotary_pos_emb,liger_rotary_pos_emb"],
+            "drop -t/--toolchain and measure rope",
+        ),
+        (["--op", "rope"], "drop -t/--toolchain and measure rope"),
     ],
 )
 def test_toolchains_without_an_artifact_backend_name_the_ops_own_fix(args, fix, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]

@@ -171,7 +171,10 @@ def test_a_store_set_in_the_environment_is_not_an_error_without_results(tmp_path
     out = run_cli(["profile", "--bundle", bundle], env={"KTRIAGE_DB": db})
     assert out.exit_code == exit_codes.USAGE and f"no bundle at {bundle}" in out.err_text, out.output
     out = run_cli(["profile", "--bundle", bundle, "--db", db])
-    assert out.exit_code == exit_codes.USAGE and "no results (--results) was given" in out.err_text
+    assert (
+        out.exit_code == exit_codes.USAGE
+        and "error: --db is the store where the run of --results is updated, and no --results was given" in out.err_text
+    )
 
 
 def test_the_input_is_chosen_by_id_or_shape_facts(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

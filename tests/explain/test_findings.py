@@ -192,7 +192,7 @@ def test_a_short_label_of_several_recorded_inputs_is_refused(run_cli: RunCli) ->
     r = run_cli(["explain", str(LN_WORKLOAD), "-i", "X_ptr=4096x4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0"])
     assert r.exit_code == exit_codes.USAGE, r.output
     assert "Traceback" not in r.output
-    assert "inputs (--input) 'X_ptr=4096x4608' is the short label of 2 recorded inputs" in r.err_text
+    assert "--input 'X_ptr=4096x4608' is the short label of 2 recorded inputs" in r.err_text
     picks = ["_layer_norm_forward_kernel.K6[X_ptr=4096x4608]", "_layer_norm_backward_kernel.K7[X_ptr=4096x4608]"]
     assert r.fix is not None and " or ".join(picks) in r.fix
     for pick, kid in zip(picks, ("K6", "K7"), strict=True):  # what the fix offers selects one each

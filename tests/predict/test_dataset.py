@@ -74,13 +74,10 @@ def test_a_catalog_report_without_backend_is_refused_naming_it(run_cli) -> None:
     results = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
     report = REPO / "benchmarks" / "explain" / "layer_norm_bwd_triton_3.3.1_vs_3.4.0.json"
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"])
-    assert r.exit_code == 2 and "no backends (--backend) says which of the run's backends" in r.err_text, r.stderr
-    assert "fix: add backends='liger_layer_norm' (--backend liger_layer_norm)" in r.err_text
+    assert r.exit_code == 2 and "and no --backend says which of the run's backends" in r.err_text, r.stderr
+    assert "fix: add --backend liger_layer_norm" in r.err_text
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_rms_norm"])
-    assert (
-        r.exit_code == 2
-        and "backends='liger_rms_norm' (--backend liger_rms_norm) is no artifact backend of the run" in r.err_text
-    ), r.stderr
+    assert r.exit_code == 2 and "--backend liger_rms_norm is no artifact backend of the run" in r.err_text, r.stderr
     assert "use one of: liger_layer_norm" in r.err_text  # a wrong name skipped every pair the same way
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_layer_norm"])
     assert r.exit_code == 0 and "30 cells" in r.err_text, r.stderr  # named, the same files pair
@@ -180,9 +177,7 @@ def test_calibrate_never_writes_over_the_files_it_reads(run_cli, tmp_path: Path)
     r = run_cli([*base, "-o", str(results)])
     assert r.exit_code == 2 and f"-o {results} exists and is not a ktriage model file" in r.err_text, r.stderr
     r = run_cli([*base, "--cells-out", str(report)])
-    assert (
-        r.exit_code == 2 and f"cells_out (--cells-out) {report} exists and is not a calibration dataset" in r.err_text
-    )
+    assert r.exit_code == 2 and f"--cells-out {report} exists and is not a calibration dataset" in r.err_text
     assert (results.read_bytes(), report.read_bytes()) == before
     model, cells = tmp_path / "m.json", tmp_path / "c.jsonl"
     for _ in range(2):  # the second time over its own outputs

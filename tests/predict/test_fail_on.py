@@ -41,15 +41,15 @@ def test_a_gate_written_in_percent_is_refused_not_read_as_500_percent(run_cli) -
     """--threshold 5 (meant as 5 %) would gate at +500 % and pass the +461 % spill cliff: refused."""
     r = run_cli(BASE + ["--input", "N=4608", "--fail-on", "regression", "--threshold", "5"])
     assert r.exit_code == 2 and "is a fraction here: a 500% gate" in r.err_text
-    assert "pass threshold=0.05 (--threshold 0.05)" in r.err_text
+    assert "error: --threshold 5 is a fraction here" in r.err_text and "pass --threshold 0.05" in r.err_text
 
 
 def test_a_fix_toolchain_without_fixes_is_refused_not_ignored(run_cli) -> None:
     r = run_cli(BASE + ["--input", "N=4608", "--fix-toolchain", "triton==3.5.1"])
     assert (
         r.exit_code == 2
-        and "fixes=True (--fixes) was not given" in r.err_text
-        and "add fixes=True (--fixes)" in r.err_text
+        and "--fix-toolchain names toolchains to try as fixes, but --fixes was not given" in r.err_text
+        and "add --fixes, or drop --fix-toolchain" in r.err_text
     )
 
 
@@ -74,12 +74,11 @@ def test_a_gate_or_fixes_with_one_toolchain_is_refused(run_cli) -> None:
     one = ["explain", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "--input", "N=4608"]
     r = run_cli([*one, "--fail-on", "any"])
     assert r.exit_code == 2 and r.problem == (
-        "fail_on (--fail-on) needs a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
+        "--fail-on needs a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
         "the gate could never fire"
     ), r.output
     assert r.fix == (
-        "give the reference first and the toolchain to judge after it, "
-        "e.g. toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)"
+        "give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t triton==3.4.0"
     )
     r = run_cli([*one, "--fixes"])
     assert r.exit_code == 2 and r.problem.endswith("is the only one given: there is no finding to fix"), r.output

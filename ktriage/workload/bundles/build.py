@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage import progress
-from ktriage.errors import SpecError, option
+from ktriage.errors import SpecError, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.wording import plural
@@ -54,7 +54,8 @@ def build_bundle(
     sm = sm_count if sm_count is not None else default_sm_count(target)
     if not toolchains:
         raise SpecError(
-            "no toolchain given for the bundle", f"pass one, e.g. {option('toolchains', '-t', ['triton==3.4.0'])}"
+            "no toolchain given for the bundle",
+            worded(lambda o: f"pass one, e.g. {o('toolchains', '-t', ['triton==3.4.0'])}"),
         )
     chosen = (
         list(backends)
@@ -66,7 +67,8 @@ def build_bundle(
             raise SpecError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
         if REPLAYS[b].fwd_only and mode != "fwd":
             raise SpecError(
-                f"{b} has no {mode} kernels (forward only)", f"bundle it with {option('mode', '--mode', 'fwd')}"
+                f"{b} has no {mode} kernels (forward only)",
+                worded(lambda o: f"bundle it with {o('mode', '--mode', 'fwd')}"),
             )
     cases = select_op_inputs(opdef, selectors=[str(i) for i in inputs] if inputs else None)
     check_bundle_folder(Path(out_dir))  # before the compile: a manifest.json of someone else's is kept

@@ -35,7 +35,7 @@ import msgspec
 
 from ktriage.atomic import write_atomic
 from ktriage.catalog.inputs import InputCase
-from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version, option
+from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version, worded
 from ktriage.schema.bundle import (
     FIX,
     FIXES,
@@ -213,8 +213,12 @@ class Bundle:
                     break
         raise FormatError(
             f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
-            f"build a bundle with {option('only', '--only', [backend])} and that input "
-            f"(inputs here: {[i['id'] for i in self.inputs]})",
+            worded(
+                lambda o: (
+                    f"build a bundle with {o('only', '--only', [backend])} and that input "
+                    f"(inputs here: {[i['id'] for i in self.inputs]})"
+                )
+            ),
         )
 
     def spec_source(self) -> SpecSource:
@@ -290,16 +294,32 @@ def check_bundle_folder(out_dir: Path, *, replacing: tuple[str, str] | None = No
         if replacing is None or held is None or held == replacing:
             return
         raise KtriageError(
-            f"{option('bundle', '--bundle', str(out_dir))} holds the bundle of {held[0]} ({held[1]}), which the "
-            f"bundle of {replacing[0]} ({replacing[1]}) would replace",
-            f"write it to a folder of its own, e.g. {option('bundle', '--bundle', str(sibling))}, or remove "
-            f"{out_dir} first to replace that bundle",
+            worded(
+                lambda o: (
+                    f"{o('bundle', '--bundle', str(out_dir))} holds the bundle of {held[0]} ({held[1]}), which the "
+                    f"bundle of {replacing[0]} ({replacing[1]}) would replace"
+                )
+            ),
+            worded(
+                lambda o: (
+                    f"write it to a folder of its own, e.g. {o('bundle', '--bundle', str(sibling))}, or remove "
+                    f"{out_dir} first to replace that bundle"
+                )
+            ),
         )
     raise KtriageError(
-        f"{option('bundle', '--bundle', str(out_dir))}: {manifest} exists and is not a ktriage bundle's "
-        f"manifest: the bundle's {MANIFEST} would replace it",
-        f"write the bundle to a folder of its own (new, empty, or holding a ktriage bundle), e.g. "
-        f"{option('bundle', '--bundle', str(sibling))}",
+        worded(
+            lambda o: (
+                f"{o('bundle', '--bundle', str(out_dir))}: {manifest} exists and is not a ktriage bundle's "
+                f"manifest: the bundle's {MANIFEST} would replace it"
+            )
+        ),
+        worded(
+            lambda o: (
+                f"write the bundle to a folder of its own (new, empty, or holding a ktriage bundle), e.g. "
+                f"{o('bundle', '--bundle', str(sibling))}"
+            )
+        ),
     )
 
 

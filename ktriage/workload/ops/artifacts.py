@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, worded
 from ktriage.ops.inputs import InputCase
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Ptr, canonical_dtype, specialize_args
@@ -105,8 +105,12 @@ def check_args(spec: KernelSpec, args: NamedArgs, *, where: str) -> None:
     if problems:
         raise KtriageError(
             f"{where}: the arguments do not match spec {spec.name!r}: " + "; ".join(problems),
-            f"build the bundle for this input, precision and GPU ({option('precision', '--precision')}, "
-            f"{option('sm_count', '--sm-count')} = the GPU's SM count)",
+            worded(
+                lambda o: (
+                    f"build the bundle for this input, precision and GPU ({o('precision', '--precision')}, "
+                    f"{o('sm_count', '--sm-count')} = the GPU's SM count)"
+                )
+            ),
         )
 
 
@@ -129,7 +133,7 @@ class _Kernel:
             if spec.grid is not None and tuple(grid) != tuple(spec.grid):
                 raise KtriageError(
                     f"{self.where}: grid {tuple(grid)} differs from the spec's {spec.grid}",
-                    f"build the bundle for this GPU's SM count ({option('sm_count', '--sm-count')})",
+                    worded(lambda o: f"build the bundle for this GPU's SM count ({o('sm_count', '--sm-count')})"),
                 )
             self._checked = True
         self._launch(self.ref.key, tuple(grid), runtime_args(spec, args))

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from torch import Tensor
 
-from ktriage.errors import MeasureError, SpecError, option
+from ktriage.errors import MeasureError, SpecError, worded
 from ktriage.measure.correctness import Accuracy
 from ktriage.ops.inputs import InputCase
 from ktriage.workload.ops.opdef import MAIN_RANDOM_SEED, bench_op, check_mode, resolve_precision
@@ -118,7 +118,11 @@ class Backend(abc.ABC):
         if self.fwd_only and mode != "fwd":
             raise SpecError(
                 f"{self.name} has no backward (forward only)",
-                f"run it with {option('mode', '--mode', 'fwd')}, or leave {self.name} out of {option('only', '--only')}",
+                worded(
+                    lambda o: (
+                        f"run it with {o('mode', '--mode', 'fwd')}, or leave {self.name} out of {o('only', '--only')}"
+                    )
+                ),
             )
 
     @abc.abstractmethod

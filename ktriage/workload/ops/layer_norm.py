@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torch import Tensor
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, worded
 from ktriage.ops import liger
 from ktriage.ops.recipe import TL_DTYPE
 from ktriage.ops.tutorial_params import layer_norm_launch
@@ -160,7 +160,7 @@ class LigerLayerNormReplay(ArtifactBackend):
             if dev_sm is not None and dev_sm != sm:
                 raise KtriageError(
                     f"{self.name}: the bwd kernel was built for {sm} SMs, this GPU has {dev_sm}",
-                    f"rebuild the bundle with {option('sm_count', '--sm-count', dev_sm)}",
+                    worded(lambda o: f"rebuild the bundle with {o('sm_count', '--sm-count', dev_sm)}"),
                 )
             self._sm = sm
             self._wgrad = torch.zeros_like(w)  # stands for weight.grad / bias.grad, which TritonBench lets accumulate

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, worded
 from ktriage.ops import registry
 from ktriage.ops.inputs import InputCase, select_inputs
 from ktriage.ops.operator import MODES, Operator
@@ -50,14 +50,18 @@ def bench_op(name: str) -> OpDef:
         raise KtriageError(
             f"bench has no workload of {name!r}: ktriage knows its kernels (catalog: {catalog}) but has no native "
             "backends or replay to time them",
-            f"time a program that runs it: ktriage record -o W.json -- python prog.py, then ktriage bench W.json -t OLD -t NEW "
-            f"(kt.bench_recorded); compile-side: ktriage explain {op.kernels[0].name if op.kernels else name}; "
-            f"or bench one of: {names} (as {option('op', '--op')})",
+            worded(
+                lambda o: (
+                    f"time a program that runs it: ktriage record -o W.json -- python prog.py, then ktriage bench W.json -t OLD -t NEW "
+                    f"(kt.bench_recorded); compile-side: ktriage explain {op.kernels[0].name if op.kernels else name}; "
+                    f"or bench one of: {names} (as {o('op', '--op')})"
+                )
+            ),
         )
     if op is None or op.name != name:
         raise KtriageError(
             f"unknown operator {name!r}",
-            f"use one of: {names} (TritonBench's operator names, as {option('op', '--op')})",
+            worded(lambda o: f"use one of: {names} (TritonBench's operator names, as {o('op', '--op')})"),
         )
     return op
 
@@ -66,7 +70,7 @@ def check_mode(op: OpDef, mode: str) -> str:
     if mode not in op.modes:
         raise KtriageError(
             f"{op.name} has no mode {mode!r}",
-            f"use one of: {', '.join(op.modes)}, e.g. {option('mode', '--mode', op.modes[0])}",
+            worded(lambda o: f"use one of: {', '.join(op.modes)}, e.g. {o('mode', '--mode', op.modes[0])}"),
         )
     return mode
 
@@ -93,7 +97,8 @@ def select_op_inputs(
     start = input_id or 0
     if start < 0 or start >= len(op.inputs()):
         raise KtriageError(
-            f"{option('input_id', '--input-id', start)} is out of range for {op.name}", f"use 0..{len(op.inputs()) - 1}"
+            worded(lambda o: f"{o('input_id', '--input-id', start)} is out of range for {op.name}"),
+            f"use 0..{len(op.inputs()) - 1}",
         )
     stop = start + num_inputs if num_inputs is not None else None
     if input_id is not None or num_inputs is not None:

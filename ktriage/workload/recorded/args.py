@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.errors import SpecError
+from ktriage.errors import SpecError, worded
 from ktriage.insitu.launch_hook import POINTER_TABLE
 
 FLOAT_SCALE = 0.1
@@ -201,7 +201,7 @@ def plan_launch(
     if not grid:
         raise SpecError(
             f"{where} has no recorded grid (the launch's grid could not be evaluated)",
-            "it cannot be replayed; bench the workload's other kernels (--kernel)",
+            worded(lambda o: f"it cannot be replayed; bench the workload's other kernels ({o('kernels', '--kernel')})"),
         )
     names = [str(a[0]) for a in args]
     runtime_names = [n for n, t in signature.items() if t != "constexpr"]

@@ -15,13 +15,14 @@ number is the cells' ``input_id``, so the labels of different kernels never coll
 from __future__ import annotations
 
 import datetime as _dt
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage import progress
-from ktriage.errors import FormatError, KtriageError, SpecError, option
+from ktriage.errors import FormatError, KtriageError, SpecError, joined, run_as, spelled, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import KERNELS, RecordedInput, select_recorded, select_recorded_kernels
@@ -108,6 +109,10 @@ def workload_name(path: Path | str) -> str:
     return name or "workload"
 
 
+# The step that lists a workload's kernels and inputs, as each reader runs it (errors.run_as).
+_WORKLOAD_SHOW = run_as("kt.workload_show(path='W.json')", "ktriage workload show W.json")
+
+
 def select_kernels(
     workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None
 ) -> list[tuple[Kernel, list[int]]]:
@@ -126,12 +131,16 @@ def select_kernels(
         if not out:
             raise SpecError(
                 "the chosen kernels have no recorded input",
-                f"choose {KERNELS} among the kernels with inputs that kt.workload_show(path='W.json') "
-                "(`ktriage workload show W.json`) lists",
+                worded(
+                    lambda o: (
+                        f"choose {spelled(KERNELS, o)} among the kernels with inputs that "
+                        f"{spelled(_WORKLOAD_SHOW, o)} lists"
+                    )
+                ),
             )
         return out
     recorded = [RecordedInput(k.id, k.function, i.id, i.label, short_label(i.args, i.spec.signature)) for k, i in pairs]
-    where = "the workload" + (f"'s {option('kernels', '--kernel', list(kernels))}" if kernels else "")
+    where = "the workload" + (worded(lambda o: f"'s {o('kernels', '--kernel', list(kernels))}") if kernels else "")
     named = {(pairs[n][0].id, pairs[n][1].id) for n in select_recorded(inputs, recorded, where)}
     out = [(k, [i.id for i in k.inputs if (k.id, i.id) in named]) for k in chosen]
     return [(k, ids) for k, ids in out if ids]
@@ -181,7 +190,11 @@ def build_recorded_bundle(
     if not toolchains:
         raise SpecError(
             "no toolchain given for the bundle",
-            f"pass the toolchains to compare, e.g. {option('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}",
+            worded(
+                lambda o: (
+                    f"pass the toolchains to compare, e.g. {o('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}"
+                )
+            ),
         )
     pairs = workload_entries(workload, kernels, inputs)
     specs: dict[str, KernelSpec] = {}
@@ -339,16 +352,26 @@ def recorded_view(bundle: Bundle) -> RecordedBundle:
     if not is_recorded_bundle(bundle):
         raise FormatError(
             f"bundle {bundle.path} holds the op {bundle.op} ({bundle.mode}), not a recorded workload",
-            f"bench it as an op bundle: kt.bench(bundle={str(bundle.path)!r}, op={bundle.op!r}) "
-            f"(`ktriage bench --bundle {bundle.path} --op {bundle.op}`)",
+            joined(
+                "bench it as an op bundle: ",
+                run_as(
+                    f"kt.bench(bundle={str(bundle.path)!r}, op={bundle.op!r})",
+                    f"ktriage bench --bundle {shlex.quote(str(bundle.path))} --op {bundle.op}",
+                ),
+            ),
         )
     try:
         entries = [Entry.from_json(row) for row in bundle.inputs]
     except (KeyError, TypeError, ValueError) as exc:
         raise FormatError(
             f"bundle {bundle.path}: a recorded entry is damaged ({type(exc).__name__}: {exc})",
-            "rebuild it: kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, "
-            "bundle='DIR') (`ktriage bench W.json -t A -t B --compile-only --bundle DIR`)",
+            joined(
+                "rebuild it: ",
+                run_as(
+                    "kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, bundle='DIR')",
+                    "ktriage bench W.json -t A -t B --compile-only --bundle DIR",
+                ),
+            ),
         ) from exc
     missing = sorted({e.spec_key for e in entries} - set(bundle.specs))
     if missing:
