@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
+from ktriage.measure.provenance import run_date_gpu
 from ktriage.report import records
-from ktriage.report.markdown import run_date_gpu
 from ktriage.report.rich_table import add_column, add_columns
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.wording import plural
