@@ -21,6 +21,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ktriage.errors import StoreError, option
 from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.measure.provenance import run_date_gpu
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
@@ -553,9 +554,8 @@ class Store:
                 "the store has no runs yet: measure with kt.bench(...) (`ktriage bench ...`), or pass "
                 f"{option('db', '--db', 'URL')} for another store"
             )
-        listed = "; ".join(
-            f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent
-        )
+        # date and GPU as runs list says them ("GPU not recorded" where the run names none; it was "?")
+        listed = "; ".join(f"{s.run.run_id} ({', '.join(run_date_gpu(s.run)[:2])}, {s.display_status})" for s in recent)
         return f"recent runs: {listed} (all: kt.runs_list(), or `ktriage runs list`)"
 
     def load_run(self, ref: str) -> tuple[RunInfo, list[Cell]]:
