@@ -7,9 +7,14 @@ count), says it right once. ``nouns``: the plural where adding an "s" is wrong (
 Why ``agree`` here too: the pronouns and verbs after a count or a list ("it"/"them", "is"/"are",
 "does"/"do") were chosen by hand in each message, each with its own test of the count (``== 1`` in
 some, ``> 1`` in others, which differ at zero); one rule, the same as ``plural``'s, words them all.
+And a new/old ratio said as a change (``fmt_pct``, ``fmt_interval``): low here so that compare's tables and
+triage's own text (its notes and measured column, written in the triage package, below the reports) say
+one measurement one way.
 """
 
 from __future__ import annotations
+
+import math
 
 
 def agree(n: int, one: str, many: str) -> str:
@@ -36,3 +41,19 @@ def clipped(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, ending in "..." when cut: a long line or label in a one-line
     report cell (a changed source line, a recorded input). Why one home: two modules wrote it alike."""
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def fmt_pct(r: float) -> str:
+    """A new/old ratio as a change, ``+53.2%`` (one decimal); "-" where it is not a number. The one way a
+    report writes a measured change: compare's change column, triage's change column, its notes and its
+    measured column (triage's notes wrote "measured +53%" next to a "+53.2%" column, its measured column
+    "1.013x" where compare wrote "+1.3%" for the same samples)."""
+    return "-" if not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
+
+
+def fmt_interval(low: float, high: float) -> str:
+    """A ratio's confidence interval as changes, ``[-1.8%, +3.1%]`` (``fmt_pct`` of each bound); "unbounded"
+    where the upper bound is infinite or the lower one not above zero (no ratio bounds the change)."""
+    if not (math.isfinite(high) and low > 0):
+        return "unbounded"
+    return f"[{fmt_pct(low)}, {fmt_pct(high)}]"

@@ -27,19 +27,19 @@ from ktriage.compare.pairing import Comparison, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
+from ktriage.measure.provenance import run_date_gpu
 from ktriage.order import natural_key
 from ktriage.report.markdown import (
     COLUMNS_TEXT,
     fmt_ci,
     fmt_ms,
-    fmt_pct,
     headline,
     pairs_ms_decimals,
     quoted,
-    run_date_gpu,
 )
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.gate import gate_band
+from ktriage.wording import fmt_pct
 
 
 def _env() -> Environment:

@@ -12,9 +12,9 @@ from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
-from ktriage.measure.cells import RunInfo
+from ktriage.measure.provenance import run_date_gpu
 from ktriage.stats.gate import gate_band
-from ktriage.wording import agree, plural
+from ktriage.wording import agree, fmt_interval, fmt_pct, plural
 
 MS_DIGITS = 4  # significant digits of a column's smallest time
 
@@ -42,17 +42,10 @@ def pairs_ms_decimals(pairs: Iterable[PairResult]) -> int:
     return ms_decimals(x for p in pairs if p.verdict for x in (p.verdict.median_ref, p.verdict.median_new))
 
 
-def fmt_pct(r: float) -> str:
-    return "-" if not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
-
-
 def fmt_ci(p: PairResult) -> str:
+    """A pair's confidence interval as changes (``fmt_interval``, as triage's measured column writes it)."""
     v = p.verdict
-    if v is None:
-        return "-"
-    if not (math.isfinite(v.ci_high) and v.ci_low > 0):
-        return "unbounded"
-    return f"[{fmt_pct(v.ci_low)}, {fmt_pct(v.ci_high)}]"
+    return "-" if v is None else fmt_interval(v.ci_low, v.ci_high)
 
 
 def _esc(text: str) -> str:
@@ -240,21 +233,6 @@ def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
     """A note a pair's quote already says (``ncu could not run`` for that toolchain): said once."""
     why = note.split(": ", 1)[-1]
     return any(why in q.text and not q.available for q in quotes)
-
-
-def run_date_gpu(run: RunInfo) -> tuple[str, str, str]:
-    """A side's run date, GPU and driver as a report prints them, each missing one said as such. A TritonBench
-    file's run has only what its file says (the nightly JSON's ``benchmark_date`` and ``device``; a CSV or a
-    flat ``--output-json``: neither; a driver: never), and a missing one reads "not in the file": compare printed
-    the time of reading as the run's date and "?" for its GPU. A ktriage run without them (a results file or a
-    store run whose ``run.gpu`` has no name: NVML and torch could not name the GPU, or the file was cut) reads
-    "not recorded": "?" asked the reader a question the report could answer."""
-    from ktriage.measure.tritonbench_format import is_tritonbench_run
-
-    missing = "not in the file" if is_tritonbench_run(run) else "not recorded"
-    gpu = str(run.gpu.get("name") or "") if run.gpu else ""
-    driver = str(run.gpu.get("driver") or "") if run.gpu else ""
-    return run.created or f"date {missing}", gpu or f"GPU {missing}", driver or missing
 
 
 def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> list[str]:

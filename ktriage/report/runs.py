@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
+from ktriage.measure.provenance import NOT_RECORDED, run_date_gpu
 from ktriage.report import records
-from ktriage.report.markdown import run_date_gpu
 from ktriage.report.rich_table import add_column, add_columns
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.wording import plural
@@ -161,9 +161,10 @@ def _options_text(options: JSONValue) -> str:
 def _toolchain_rows(info: RunInfo) -> list[JSONObject]:
     return [
         {
-            "id": tc.get("id", "?"),
-            "triton": tc.get("triton_version", "?"),
-            "ptxas": tc.get("ptxas_version", "?"),
+            # a value the run did not record, said in words as ``runs list`` says a GPU ("?" asked the reader)
+            "id": tc.get("id") or NOT_RECORDED,
+            "triton": tc.get("triton_version") or NOT_RECORDED,
+            "ptxas": tc.get("ptxas_version") or NOT_RECORDED,
             "ptxas options": _options_text(tc.get("ptxas_options")),
         }
         for tc in info.toolchains

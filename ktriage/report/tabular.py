@@ -20,7 +20,6 @@ from ktriage.report.markdown import (
     NO_BASELINE_CHECK,
     fmt_ci,
     fmt_ms,
-    fmt_pct,
     headline,
     method_text,
     pairs_ms_decimals,
@@ -28,7 +27,7 @@ from ktriage.report.markdown import (
     run_lines,
 )
 from ktriage.report.rich_table import add_columns
-from ktriage.wording import plural
+from ktriage.wording import fmt_pct, plural
 
 CSV_COLUMNS = (
     "ref",

@@ -25,13 +25,13 @@ from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.order import natural_key
 from ktriage.report.html import _env
-from ktriage.report.markdown import baseline_markdown, fmt_ms, fmt_pct, ms_decimals, not_compared_rows
+from ktriage.report.markdown import baseline_markdown, fmt_ms, ms_decimals, not_compared_rows
 from ktriage.report.rich_table import add_columns
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_baseline, print_not_compared_groups
 from ktriage.stats.gate import gate_band
 from ktriage.triage.model import CHANGES_PREFIX, CellTriage, SweepRow, TriageReport, changes_said
-from ktriage.wording import plural
+from ktriage.wording import fmt_pct, plural
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Regressions (compile-side, or measured side by side), worst first", ("regression", "measured_regression")),

@@ -16,9 +16,10 @@ from rich.table import Table
 from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import triage as triage_report
-from ktriage.report.markdown import fmt_ms, fmt_pct, ms_decimals
+from ktriage.report.markdown import fmt_ms, ms_decimals
 from ktriage.report.rich_table import add_columns
 from ktriage.triage.program import ProgramReport, RunCell, split_commands
+from ktriage.wording import fmt_pct
 
 
 def to_json(report: ProgramReport) -> str:

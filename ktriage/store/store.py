@@ -21,6 +21,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ktriage.errors import StoreError, Worded, run_as, spelled, worded
 from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.measure.provenance import run_date_gpu
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
@@ -589,9 +590,8 @@ class Store:
                     f"{o('db', '--db', 'URL')} for another store"
                 )
             )
-        listed = "; ".join(
-            f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent
-        )
+        # date and GPU as runs list says them ("GPU not recorded" where the run names none; it was "?")
+        listed = "; ".join(f"{s.run.run_id} ({', '.join(run_date_gpu(s.run)[:2])}, {s.display_status})" for s in recent)
         return f"recent runs: {listed} (all: " + run_as("kt.runs_list()", "ktriage runs list") + ")"
 
     def load_run(self, ref: str) -> tuple[RunInfo, list[Cell]]:

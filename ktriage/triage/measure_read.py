@@ -28,7 +28,7 @@ from ktriage.triage.model import (
     TriageOptions,
     TriageReport,
 )
-from ktriage.wording import agree, plural
+from ktriage.wording import agree, fmt_interval, fmt_pct, plural
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -129,15 +129,21 @@ def _from_verdict(v: Verdict, how: str, text: str, source: str) -> Measured:
 
 
 def describe(m: Measured) -> str:
-    """``same 1.01x [0.98, 1.03] at 99%, 40/40 samples``: the measured column's text."""
+    """``noise (same) +1.3% [-1.8%, +3.1%] at 99%, 40/40 samples``: the measured column's text, the change and
+    its interval as compare writes them (``fmt_pct``, ``fmt_interval``): it read ``1.013x [0.982, 1.031]``,
+    so one measurement read as a ratio in triage and as a percent in compare (and in triage's own change
+    column, next to it)."""
     if m.ratio is None:  # why not measured may name an option (left out by limit): a Worded keeps both spellings
         return worded(lambda o: m.verdict.replace("_", " ") + (f": {spelled(m.text, o)}" if m.text else ""))
-    ci = f" [{m.ci_low:.3f}, {m.ci_high:.3f}]" if m.ci_low is not None and m.ci_high is not None else ""
+    if m.ci_low is not None or m.ci_high is not None:  # a bound JSON could not hold (infinite) is None
+        ci = " " + fmt_interval(m.ci_low or 0.0, math.inf if m.ci_high is None else m.ci_high)
+    else:
+        ci = ""
     conf = f" at {m.confidence:.0%}" if m.confidence else ""
     word = "noise (same)" if m.verdict == "same" else m.verdict
     what = " (the baseline: first vs second half of its samples)" if m.how == "baseline" else ""
     fix = f"; {m.fix.text}" if m.fix and m.fix.text else ""
-    return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples{what}{fix}"
+    return f"{word} {fmt_pct(m.ratio)}{ci}{conf}, {m.n_old}/{m.n_new} samples{what}{fix}"
 
 
 def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path], options: TriageOptions) -> None:
@@ -273,7 +279,7 @@ def _fix_pairs(
                 setattr(entry, side, FixSide(v.verdict, _finite(v.ratio), _finite(v.ci_low), _finite(v.ci_high)))
     for key, entry in found.items():
         parts = [
-            f"{name} toolchain {s.ratio:.3f}x ({s.verdict})"
+            f"{name} toolchain {fmt_pct(s.ratio)} ({s.verdict})"
             for name, s in (("vs the old", entry.vs_old), ("vs the new", entry.vs_new))
             if s is not None and s.ratio is not None
         ]
@@ -360,7 +366,7 @@ def _baseline_measured(
     text = (
         f"the baseline is one host copy for both toolchains, so across them it is the same by construction; in this "
         f"run it is {'stable' if v.verdict == 'same' else v.verdict} (first half of its samples vs the second: "
-        f"{v.verdict} {v.ratio:.3f}x); re-measured at {level:.4f} ms, nearer the {nearer} file's value "
+        f"{v.verdict} {fmt_pct(v.ratio)}); re-measured at {level:.4f} ms, nearer the {nearer} file's value "
         f"({cell.old_ms:.4f} / {cell.new_ms:.4f}): it moved in the original files, so the machine or the environment "
         "changed between them, not the compiler"
     )

@@ -55,7 +55,7 @@ from ktriage.triage.model import (
 from ktriage.triage.pricing import Pricing
 from ktriage.triage.pricing import choose as choose_pricing
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
-from ktriage.wording import plural
+from ktriage.wording import fmt_pct, plural
 
 # The recorded workloads as triage's notes name them (errors.worded): kt.triage(workloads=[...]), --workload.
 _WORKLOADS = worded(lambda o: o("workloads", "--workload"))
@@ -466,7 +466,8 @@ def _predicted_note(
         return
     worst = max(have, key=lambda p: p.impact)
     c.predicted = worst
-    measured = f"measured {c.change_pct:+.0f}%" if math.isfinite(c.ratio) else "no measured ratio"
+    # the change column's own text (fmt_pct): "measured +53%" next to a "+53.2%" column read as two numbers
+    measured = f"measured {fmt_pct(c.ratio)}" if math.isfinite(c.ratio) else "no measured ratio"
     if worst.kind == "regression":
         c.notes.append(f"the compile-side change predicts {worst.percent()} {worst.interval_text()} ({measured})")
     elif math.isfinite(c.ratio) and c.ratio > 1.0 + threshold:

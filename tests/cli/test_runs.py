@@ -60,6 +60,26 @@ def test_list_says_a_gpu_that_was_not_recorded(store_url: str, run_cli: RunCli) 
     assert [r["gpu"] for r in json.loads(data)] == [None]  # the JSON is data: no name, null
 
 
+def test_show_and_the_unknown_run_hint_say_what_was_not_recorded(store_url: str, run_cli: RunCli) -> None:
+    """A run whose GPU has no name and one of whose toolchains has no Triton or ptxas version: the "no run ..."
+    hint listed it as "(2026-..., ?, finished)" and ``runs show`` wrote "?" in its toolchain table, while
+    ``runs list`` said "GPU not recorded". Now the hint and the table say "not recorded" too."""
+    run = make_run("0a0a00000004")
+    run.gpu = {"driver": "570.124.06"}
+    for key in ("triton_version", "ptxas_version"):
+        run.toolchains[1].pop(key)
+    with open_store(store_url) as store, store.recording(run) as rec:
+        rec.add(make_cells()[0])
+    missing = run_cli(["runs", "show", "nosuchrun", "--db", store_url])
+    assert missing.exit_code != exit_codes.OK and missing.fix is not None, missing.output
+    assert f"0a0a00000004 ({run.created}, GPU not recorded, finished)" in missing.fix, missing.fix
+    assert "?" not in missing.fix.split("(all:")[0], missing.fix
+    shown = run_cli(["runs", "show", "0a0a", "--db", store_url, "--format", "markdown"])
+    assert shown.exit_code == exit_codes.OK, shown.output
+    assert "| triton-3.4.0 | not recorded | not recorded | - |" in shown.stdout, shown.stdout
+    assert "| triton-3.3.1 | 3.3.1 | 12.4.99 | - |" in shown.stdout  # what was recorded is still shown
+
+
 def test_list_says_when_the_limit_hides_runs(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """97 runs imported, `runs list` showed 20 rows and nothing else: the default --limit 20 hid 77 runs
     without a word. The table and the Markdown say that more runs are stored and how to list them."""

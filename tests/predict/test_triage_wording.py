@@ -35,10 +35,10 @@ def test_triage_states_the_prediction_next_to_the_measurement(tmp_path: Path) ->
     by_n = {int(c.input_label.split(", ")[1].rstrip(")")): c for c in report.cells}
     cliff, drift = by_n[4608], by_n[2560]
     assert cliff.predicted is not None and cliff.predicted.kind == "regression" and cliff.predicted.ratio > 2
-    assert any(n.startswith("the compile-side change predicts +") and "measured +150%" in n for n in cliff.notes)
+    assert any(n.startswith("the compile-side change predicts +") and "measured +150.0%" in n for n in cliff.notes)
     assert drift.predicted is not None and drift.predicted.kind == "neutral" and drift.cause is None
     note = next(n for n in drift.notes if n.startswith("no compile-side change predicts the measured slowdown"))
-    assert "measured +50%" in note and "the host side, the baseline, the environment" in note
+    assert "measured +50.0%" in note and "the host side, the baseline, the environment" in note
     assert report.to_json()["cells"][0]["predicted"] is not None
 
 
@@ -71,7 +71,7 @@ def test_a_slowdown_in_the_models_blind_spot_keeps_the_kernel_the_suspect() -> N
         return c.notes[-1]
 
     spot = note("chunk_gated_delta_rule_fwd_kernel_h")
-    assert spot.startswith("the compile-side change predicts no slowdown (measured +32%")
+    assert spot.startswith("the compile-side change predicts no slowdown (measured +32.0%")
     assert "bank conflicts unpriced" in spot and "ktriage profile" in spot and "host side" not in spot
     other = note("triton_red_fused_native_layer_norm_no_welford")
     assert other.startswith("no compile-side change predicts the measured slowdown") and "host side" in other

@@ -21,8 +21,9 @@ from rich.console import Console
 
 import ktriage.api as kt
 from ktriage.report.html import write_html
-from ktriage.report.markdown import fmt_pct, to_markdown
+from ktriage.report.markdown import to_markdown
 from ktriage.report.tabular import print_table
+from ktriage.wording import fmt_pct
 from tests.browser import layout, needs_chromium
 
 ROOT = Path(__file__).resolve().parents[2]

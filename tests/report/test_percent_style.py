@@ -16,9 +16,9 @@ from ktriage.api import check_percent_gate
 from ktriage.errors import KtriageError
 from ktriage.predict.model import Contributor, interval_text, pct, pct_bound
 from ktriage.predict.model_used import model_used
-from ktriage.report.markdown import fmt_pct
 from ktriage.report.triage_run import _pct as triage_run_pct
 from ktriage.stats.gate import check_gate, gate_percent
+from ktriage.wording import fmt_pct
 
 SPACED = re.compile(r"\d %")
 

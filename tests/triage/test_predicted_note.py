@@ -19,7 +19,7 @@ def test_a_prediction_leaning_slower_keeps_the_kernel_a_suspect() -> None:
     c = _cell(1.10)
     _predicted_note(c, [_neutral(1.01, 0.98, 1.04), _neutral(1.084, 1.045, 1.125)], 0.05)
     (note,) = c.notes
-    assert note.startswith("the compile-side change leans toward the slowdown (measured +10%; predicted +8%")
+    assert note.startswith("the compile-side change leans toward the slowdown (measured +10.0%; predicted +8%")
     assert "profile the kernels" in note and "no compile-side change" not in note
 
 
@@ -27,7 +27,7 @@ def test_a_prediction_within_the_gate_points_elsewhere() -> None:
     c = _cell(1.10)
     _predicted_note(c, [_neutral(1.01, 0.98, 1.04)], 0.05)
     (note,) = c.notes
-    assert note.startswith("no compile-side change predicts the measured slowdown (measured +10%;")
+    assert note.startswith("no compile-side change predicts the measured slowdown (measured +10.0%;")
     assert "within the ±5% gate" in note
 
 

@@ -23,6 +23,7 @@ from ktriage.measure.results_file import write_results
 from ktriage.testing import lognormal
 from ktriage.triage import TriageOptions, triage
 from ktriage.triage.measure import MANIFEST, SCRIPT, plan_measurement
+from ktriage.wording import fmt_pct
 from ktriage.workload.bundles.format import load_bundle
 from tests.conftest import RunCli
 
@@ -443,7 +444,11 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(
     assert fix["description"] == "proposed fix: num_warps 8"
     assert fix["vs_old"]["verdict"] == "same" and fix["vs_old"]["ratio"] == pytest.approx(1.0, abs=0.03)
     assert fix["vs_new"]["verdict"] == "improvement" and fix["vs_new"]["ratio"] == pytest.approx(1 / 1.5, rel=0.03)
-    assert "with proposed fix: num_warps 8: vs the old toolchain 1.0" in measured[0]["text"]
+    # each side's change as compare writes it (fmt_pct), not a ratio ("vs the old toolchain 1.003x")
+    assert (
+        f"with proposed fix: num_warps 8: vs the old toolchain {fmt_pct(fix['vs_old']['ratio'])} (same), "
+        f"vs the new toolchain {fmt_pct(fix['vs_new']['ratio'])} (improvement)"
+    ) in measured[0]["text"]
     main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "markdown"])
     assert "with proposed fix: num_warps 8: vs the old toolchain" in capsys.readouterr().out  # the measured column
 

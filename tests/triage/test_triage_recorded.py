@@ -71,7 +71,7 @@ def test_the_aa_rms_norm_cell_is_explained_through_its_recorded_kernels(capsys: 
     # slowdown (it was an "improvement" before, in files where nothing but the machine changed)
     assert cell["verdict"] == "unsure_no_gpu"
     assert any(
-        n.startswith("no compile-side change predicts the measured speedup (measured -59%") for n in cell["notes"]
+        n.startswith("no compile-side change predicts the measured speedup (measured -59.4%") for n in cell["notes"]
     )
     assert cell["catalog"] is None  # the recording replaced the catalog's kernels (what the GPU step can time)
     others = [c for c in report["cells"] if not c["recorded"]]
@@ -245,7 +245,7 @@ def test_a_slower_recorded_cell_whose_change_predicts_nothing_is_not_blamed_on_t
     assert cell["ratio"] > 2 and cell["compile_change"] is True and cell["cause"] is None and cell["culprit"] is None
     assert cell["verdict"] == "unsure_no_gpu" and cell["predicted"]["kind"] == "neutral"
     assert any(
-        n.startswith("no compile-side change predicts the measured slowdown (measured +146%")
+        n.startswith("no compile-side change predicts the measured slowdown (measured +146.1%")
         and "look at the host side, the baseline, the environment" in n
         for n in cell["notes"]
     )

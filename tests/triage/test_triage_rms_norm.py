@@ -49,7 +49,7 @@ def test_a_slower_liger_rms_cell_is_explained_from_the_catalog(tmp_path: Path) -
     assert liger.predicted is not None and liger.predicted.kind == "neutral"
     assert liger.changes is not None and liger.changes.startswith("N=16384") and "LDL" in liger.changes
     assert any(
-        n.startswith("no compile-side change predicts the measured slowdown (measured +50%") for n in liger.notes
+        n.startswith("no compile-side change predicts the measured slowdown (measured +50.0%") for n in liger.notes
     )
     # llama_rms is the op's baseline (TritonBench's): its own move is the machine's, not a backend without kernels
     assert report.baseline is not None and report.baseline.per_op == {"rms_norm": "llama_rms"}
