@@ -64,6 +64,9 @@ class FrontendResult:
     triton_version: str
     metadata: JSONObject  # Triton's metadata JSON as Triton wrote it (read by name across ktriage)
     placeholder_imports: tuple[str, ...] = ()
+    triton_reexports: tuple[str, ...] = ()
+    """Library names bound to the toolchain's own Triton module (``vllm.triton_utils.tl -> triton.language``:
+    insitu/reexports.py), where the kernel was compiled from its own source."""
     ptxas_argv: tuple[str, ...] = ()
     """The ptxas command line Triton ran for this spec (its binary, options, ``--gpu-name``)."""
     ast_source: JSONObject = field(default_factory=dict)
@@ -432,6 +435,7 @@ class Compiler:
             "triton_version": data.triton_version,
             "metadata": metadata,
             "placeholder_imports": data.placeholder_imports,
+            "triton_reexports": data.triton_reexports,
             "ptxas_argv": runs[-1].argv if runs else [],
             "ast_source": as_json_object(data.ast_source or {}),
             "spec": spec.to_json(),
@@ -688,6 +692,7 @@ class FrontendReply(msgspec.Struct):
     triton_version: str
     metadata: dict[str, object]
     placeholder_imports: list[str] = []
+    triton_reexports: list[str] = []
     ptxas_runs: list[PtxasRun] = []
     ast_source: dict[str, object] | None = None
 
@@ -700,6 +705,7 @@ def _frontend_from_json(path: Path, record: JSONObject) -> FrontendResult:
         triton_version=rec.triton_version,
         metadata=as_json_object(rec.metadata),
         placeholder_imports=tuple(rec.placeholder_imports),
+        triton_reexports=tuple(rec.triton_reexports),
         ptxas_argv=tuple(rec.ptxas_argv),
         ast_source=as_json_object(rec.ast_source),
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import builtins
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 _BUILTINS = set(dir(builtins))
@@ -171,6 +171,7 @@ def extract(
     extra_needs: Iterable[str] = (),
     values: Mapping[str, str] | None = None,
     defaults: Mapping[str, str] | None = None,
+    triton_module: Callable[[str, str], str | None] | None = None,
 ) -> tuple[str, list[str]]:
     """The module text that defines ``qualname`` with only what it needs (see the module docstring),
     and the names of the module-level statements kept. ``package``: the original module's package
@@ -183,7 +184,13 @@ def extract(
     statement and what only it needed are left out: ``is_hip_ = current_platform.is_rocm()`` becomes
     ``is_hip_ = False``), and a default that is no literal becomes its recorded value (on its own
     lines: the kernel's line numbers stay). Without them (a workload recorded before, a spec file)
-    the statements are kept, as they are."""
+    the statements are kept, as they are.
+
+    ``triton_module(module, name)``: ``"triton"`` or ``"triton.language"`` when ``from module import
+    name`` re-exports that module of Triton's (``reexports.triton_module``, vLLM's ``from
+    vllm.triton_utils import tl, triton``), else None. A kept statement that imports such names binds
+    them to Triton's own modules instead, and keeps of the rest only what the kernel needs: importing
+    the library would import all of it (:func:`_triton_imports`)."""
     values = dict(values or {})
     try:
         tree = ast.parse(text)
@@ -245,7 +252,8 @@ def extract(
             continue
         start, end = _start(stmt), stmt.end_lineno or stmt.lineno
         fixed = _absolute(stmt, package)
-        body = lines[start - 1 : end] if fixed is stmt else [ast.unparse(fixed)]
+        own = _triton_imports(fixed, triton_module, needed) if triton_module is not None else None
+        body = [own] if own is not None else lines[start - 1 : end] if fixed is stmt else [ast.unparse(fixed)]
         pieces.append((start, body, ", ".join(sorted(defined_names(stmt)))))
     if not top_level:
         pieces.append((root_start, textwrap.dedent("\n".join(lines[root_start - 1 : root_end])).splitlines(), fn.name))
@@ -285,6 +293,31 @@ def extract(
         out.append("# values the kernel closed over, as recorded (`ktriage record`)")
         out.extend(extra)
     return "\n".join(out) + "\n", names
+
+
+def _triton_imports(stmt: ast.stmt, triton_module: Callable[[str, str], str | None], needed: set[str]) -> str | None:
+    """``from lib import tl, triton, X`` (``lib`` re-exporting Triton's modules) as ``import triton.language as
+    tl; import triton; from lib import X`` on one line (the line numbers stay), ``X`` only where the
+    kernel needs it; None when the statement imports no re-exported Triton module."""
+    if not isinstance(stmt, ast.ImportFrom) or stmt.level or not stmt.module or stmt.module == "__future__":
+        return None
+    own: list[str] = []
+    rest: list[ast.alias] = []
+    for alias in stmt.names:
+        target = triton_module(stmt.module, alias.name) if alias.name != "*" else None
+        bound = alias.asname or alias.name
+        if target is None:
+            rest.append(alias)
+        elif target == bound:
+            own.append(f"import {target}")
+        else:
+            own.append(f"import {target} as {bound}")
+    if not own:
+        return None
+    kept = [a for a in rest if (a.asname or a.name) in needed or a.name == "*"]
+    if kept:
+        own.append(ast.unparse(ast.ImportFrom(module=stmt.module, names=kept, level=0)))
+    return "; ".join(own)
 
 
 def with_recorded(text: str, values: Mapping[str, str]) -> str:

@@ -158,16 +158,35 @@ _FIXED_ATTRIBUTES: dict[str, dict[str, object]] = {
 }
 
 
-class _PlaceholderModule(types.ModuleType):
-    __version__ = "0.0.0"
+_MARK = "__ktriage_placeholder__"
 
-    def __getattr__(self, name: str) -> Any:
-        fixed = _FIXED_ATTRIBUTES.get(self.__name__, {})
-        if name in fixed:
-            return fixed[name]
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
+
+def _placeholder_module(name: str) -> types.ModuleType:
+    """A placeholder module: a plain ``types.ModuleType`` (never a subclass) whose missing attributes
+    come from a module-level ``__getattr__`` (PEP 562), fixed ones first (``torch.version.hip``).
+
+    Why a plain module: Triton treats a global of type exactly ``ModuleType`` as a module, both where
+    its code generator allows a kernel to read a non-constexpr global and where its JIT (3.4 and later)
+    tracks the globals a kernel reads to see them change (``copy.deepcopy`` of each value that is no
+    module). A kernel that reads ``torch.version.hip`` in a constexpr branch (torchao's hqq kernels)
+    then sees the placeholder as it sees real torch; a subclass of ModuleType was deep-copied and
+    failed (``cannot pickle``). It is marked by ``__ktriage_placeholder__`` (:func:`is_placeholder`)."""
+    module = types.ModuleType(name)
+    fixed = _FIXED_ATTRIBUTES.get(name, {})
+
+    def __getattr__(attribute: str) -> Any:
+        if attribute in fixed:
+            return fixed[attribute]
+        if attribute.startswith("__") and attribute.endswith("__"):
+            raise AttributeError(attribute)
         return _Inert()
+
+    module.__dict__.update({"__getattr__": __getattr__, "__version__": "0.0.0", _MARK: True})
+    return module
+
+
+def _is_placeholder_module(value: Any) -> bool:
+    return isinstance(value, types.ModuleType) and value.__dict__.get(_MARK) is True
 
 
 class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -205,7 +224,7 @@ class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return placeholder
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _PlaceholderModule(spec.name)
+        module = _placeholder_module(spec.name)
         # a recorded snapshot's torch/ folder (inductor's runtime helpers under torch/_inductor/runtime)
         # stays importable below the placeholder
         module.__path__ = list(spec.submodule_search_locations or [])
@@ -250,14 +269,16 @@ def forget(names: list[str]) -> None:
     for name in names:
         _missing.discard(name)
         for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
-            if isinstance(sys.modules[key], _PlaceholderModule):
+            if _is_placeholder_module(sys.modules[key]):
                 del sys.modules[key]
 
 
 def is_placeholder(value: Any) -> bool:
     """Whether ``value`` is a placeholder module or one of its inert objects (or a class made from one)."""
-    return isinstance(value, (_PlaceholderModule, _Inert)) or (
-        isinstance(value, type) and issubclass(value, _InertBase)
+    return (
+        _is_placeholder_module(value)
+        or isinstance(value, _Inert)
+        or (isinstance(value, type) and issubclass(value, _InertBase))
     )
 
 

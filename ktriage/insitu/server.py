@@ -9,7 +9,7 @@ worker.py the two imported each other.
 
 Request: {"id": str, "spec": <KernelSpec.to_json()>, "sys_path": [str], "out_dir": str}
 Reply:   {"id": str, "ok": true, "files": {"ptx": path, "triton_cubin": path, ...}, "metadata": {...},
-          "triton_version": str, "placeholder_imports": [str], "ptxas_runs": [{argv, log, returncode}],
+          "triton_version": str, "placeholder_imports": [str], "triton_reexports": [str], "ptxas_runs": [{argv, log, returncode}],
           "ast_source": {...}}  or  {"id": str, "ok": false, "kind": str, "error": str}
 Progress: {"stage": "imported", "id": str} when the kernel's module is imported (the host bounds the
 import by a shorter timeout than the compile). First line: {"hello": PROTOCOL_VERSION, "python", "primed"}.
@@ -71,6 +71,7 @@ def handle(request: CompileRequest) -> dict[str, object]:
         "metadata": result["metadata"],
         "triton_version": result["triton_version"],
         "placeholder_imports": result["placeholder_imports"],
+        "triton_reexports": result["triton_reexports"],
         "ptxas_runs": result["ptxas_runs"],
         "ast_source": result["ast_source"],
     }

@@ -29,12 +29,13 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 
 if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
-    from ktriage.insitu import fakedriver, kernel_source, placeholders, ptxas_capture
+    from ktriage.insitu import fakedriver, kernel_source, placeholders, ptxas_capture, reexports
 else:  # started as a script inside a toolchain's virtualenv: this folder is sys.path[0]
     import fakedriver  # type: ignore[import-not-found,no-redef]
     import kernel_source  # type: ignore[import-not-found,no-redef]
     import placeholders  # type: ignore[import-not-found,no-redef]
     import ptxas_capture  # type: ignore[import-not-found,no-redef]
+    import reexports  # type: ignore[import-not-found,no-redef]
 
 PROTOCOL_VERSION = 2
 
@@ -70,6 +71,7 @@ class CompileResult(TypedDict, total=False):
     metadata: object  # Triton's metadata, made JSON-able (_jsonable)
     triton_version: str
     placeholder_imports: list[str]
+    triton_reexports: list[str]
     ptxas_runs: list[ptxas_capture.PtxasRun]
     ast_source: dict[str, object]
 
@@ -503,7 +505,12 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
         extracted, _ = kernel_source.extract(
-            text, qualname, package=package, values=values, defaults=defaults.get(qualname)
+            text,
+            qualname,
+            package=package,
+            values=values,
+            defaults=defaults.get(qualname),
+            triton_module=_triton_reexport,
         )
     except (OSError, UnicodeDecodeError, kernel_source.ExtractError) as exc:
         raise _ExtractFailed(str(exc)) from exc
@@ -548,6 +555,35 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
     if isinstance(fn, (staticmethod, classmethod)):  # a kernel of a class body, `@staticmethod @triton.jit`
         fn = fn.__func__
     return fn
+
+
+_REEXPORTS: dict[str, str] = {}  # "lib.tl" -> "triton.language": what the kernels loaded so far were given
+
+
+def _triton_reexport(module: str, name: str) -> str | None:
+    """``reexports.triton_module`` for the extraction, reading modules' files on ``sys.path`` without
+    importing them; what it answers is kept (:func:`triton_reexports`): the compile's result says which
+    library names were bound to this toolchain's Triton."""
+    target = reexports.triton_module(module, name, _module_source)
+    if target is not None:
+        _REEXPORTS[f"{module}.{name}"] = target
+    return target
+
+
+def _module_source(module: str) -> tuple[str, str | None] | None:
+    """The text of ``module``'s file on ``sys.path`` and its package, or None."""
+    try:
+        path, package = _module_path(module)
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(), package
+    except (_ExtractFailed, OSError, UnicodeDecodeError):
+        return None
+
+
+def triton_reexports() -> list[str]:
+    """``lib.tl -> triton.language``: each library name that a kernel compiled from its own source was
+    given this toolchain's Triton module for (recorded with every compile, as ``placeholder_imports``)."""
+    return [f"{name} -> {target}" for name, target in sorted(_REEXPORTS.items())]
 
 
 def _failing_line(exc: BaseException, file: str) -> str:
@@ -929,6 +965,7 @@ def compile_in_process(spec: SpecJSON, sys_path: list[str] | None = None) -> Com
     result["metadata"] = _jsonable(kernel.metadata._asdict())
     result["triton_version"] = triton.__version__
     result["placeholder_imports"] = placeholders.used()
+    result["triton_reexports"] = triton_reexports()
     result["ptxas_runs"] = ptxas_capture.take()
     result["ast_source"] = ast_source_view(src)
     return result

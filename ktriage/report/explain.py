@@ -81,6 +81,7 @@ def _kernel_json(result: KernelResult | CompileFailure) -> JSONObject:
         "ptxas_version": result.artifact.cubin.ptxas_version,
         "lowered_ptx_version": result.artifact.cubin.lowered_ptx_version,
         "placeholder_imports": list(result.artifact.frontend.placeholder_imports),
+        "triton_reexports": list(result.artifact.frontend.triton_reexports),
     }
     data["artifact"] = artifact
     spec = result.artifact.spec
@@ -284,6 +285,25 @@ def compiled_for_line(
     return "Compiled for: " + ", ".join(code(t) for t in targets) + (f"; {text(pricing)}" if pricing else "")
 
 
+def triton_reexports_line(result: ExplainResult) -> str | None:
+    """``Triton's own modules for names a library re-exports: vllm.triton_utils.tl -> triton.language, ...``
+    (None: none). Why a report says it: such a kernel was compiled from its own source with the library's
+    ``tl``/``triton`` bound to each toolchain's Triton (insitu/reexports.py), not with the library imported;
+    a reader of the result should know that this is what was compiled."""
+    names = sorted(
+        {
+            name
+            for item in result.specs
+            for r in item.results.values()
+            if isinstance(r, KernelResult)
+            for name in r.artifact.frontend.triton_reexports
+        }
+    )
+    if not names:
+        return None
+    return "Triton's own modules for names a library re-exports (the library not imported): " + ", ".join(names)
+
+
 @markdown_writer
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
@@ -292,6 +312,8 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     out += [f"- {toolchain_line(t, result, code=md_code, text=md_text)}" for t in tcs]
     if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
         out += ["", compiled]
+    if (reexported := triton_reexports_line(result)) is not None:
+        out += ["", md_text(reexported)]
     out += ["", md_text(gate_line(result.threshold, result.model))]
     if result.model is not None:  # which model priced the predictions (--model, $KTRIAGE_MODEL, the shipped fit)
         out += ["", md_text(result.model.line())]
@@ -379,6 +401,8 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         console.print(f"  • {escape(toolchain_line(t, result))}")
     if (compiled := compiled_for_line(result)) is not None:
         console.print(escape(compiled))
+    if (reexported := triton_reexports_line(result)) is not None:
+        console.print(escape(reexported))
     console.print(escape(gate_line(result.threshold, result.model)))
     if result.model is not None:
         console.print(escape(result.model.line()))

@@ -18,6 +18,7 @@ class FrontendRecord(msgspec.Struct):
     triton_version: str
     metadata: dict[str, object]  # Triton's own metadata JSON, as Triton wrote it
     placeholder_imports: list[str] = []
+    triton_reexports: list[str] = []
     ptxas_argv: list[str] = []
     ast_source: dict[str, object] = {}
 
