@@ -259,7 +259,7 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode=WAL")
+        _write_ahead_log(cur)
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
@@ -272,6 +272,22 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
             conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def _write_ahead_log(cur: sqlite3.Cursor) -> None:
+    """``PRAGMA journal_mode=WAL``, tried again while another connection holds the file's write lock, up to
+    the busy timeout. Why not SQLite's own wait: the switch needs the file to itself, and SQLite answers
+    "database is locked" at once, without its busy handler, while another connection of a file still in
+    rollback mode holds a write lock (two processes opening one new store at once: the second failed)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WRITE_TRY_MS / 1000 / 4)
 
 
 def _begin_immediate(conn: Connection) -> None:

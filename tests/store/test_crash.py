@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,3 +202,21 @@ def test_reader_watches_a_running_run(tmp_path: Path, run_cli: RunCli) -> None:
         proc.kill()
         proc.wait()
     assert os.path.exists(tmp_path / "watch.db")
+
+
+def test_a_store_whose_file_another_connection_is_writing_waits_for_it(tmp_path: Path) -> None:
+    """Opening a store while another connection holds the write lock of its file, still in rollback mode
+    (what the second of two processes creating one store met): the switch to WAL waits for the lock, as
+    every other statement does, instead of failing at once with "database is locked"."""
+    path = tmp_path / "store" / "ktriage.db"
+    path.parent.mkdir()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(1.0, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        with open_store(f"sqlite:///{path}") as store:
+            assert store.summaries(limit=1) == []
+    finally:
+        release.join()
+        holder.close()
