@@ -171,8 +171,13 @@ def bench_recorded(
             )
             raise KtriageError(
                 worded(lambda o: f"{o('toolchains', '-t/--toolchain')} with {spelled(given, o)}: nothing to compile"),
-                "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR "
-                "(bench_recorded(workload='W.json', toolchains=[...]))",
+                joined(
+                    "give the workload file: ",
+                    run_as(
+                        "kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, bundle='DIR')",
+                        "ktriage bench W.json -t A -t B --compile-only --bundle DIR",
+                    ),
+                ),
             )
         if not compile_only:  # before the compile: no GPU here is said now, not after it
             require_gpu_before_compiling()
@@ -190,7 +195,10 @@ def bench_recorded(
         raise KtriageError(
             (worded(lambda o: f"{o('kernels', '--kernel')} without") if kernels else "neither")
             + " a workload nor a bundle",
-            "give the workload: ktriage bench W.json -t A -t B (bench_recorded(workload='W.json', toolchains=[...]))",
+            joined(
+                "give the workload: ",
+                run_as("kt.bench_recorded(workload='W.json', toolchains=['A', 'B'])", "ktriage bench W.json -t A -t B"),
+            ),
         )
     else:
         raise KtriageError(

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ktriage.atomic import write_atomic
-from ktriage.errors import FormatError, check_format_version
+from ktriage.errors import FormatError, check_format_version, joined, run_as
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.core import GZIP_MAGIC, check_depth, convert, decode_json, read_text_gz, size_limit
 from ktriage.schema.jsontypes import JSONObject, as_json_object
@@ -72,11 +72,17 @@ def refuse_csv_export(text: str, origin: str) -> None:
     JSON" (or "not a TritonBench CSV"): it is named, and so is the JSON export that carries the samples."""
     first = next(csv.reader(io.StringIO(text[:4096].lstrip("\ufeff"))), [])
     if [h.strip() for h in first[: len(_EXPORT_CSV_HEAD)]] == _EXPORT_CSV_HEAD:
+        # each export as its reader makes it (run_as): `runs import` and compare show the command line no kt.* call
         raise FormatError(
-            f"{origin} is a run's CSV export (`ktriage runs export RUN --format csv`, kt.runs_export(run=RUN).to_csv()), "
-            "a table of medians for people and spreadsheets: it holds no samples and cannot be imported or compared",
-            "export the run as JSON where it is stored (`ktriage runs export RUN -o run.json`; from Python, "
-            "kt.runs_export(run=RUN).json_text() written to a file) and give that file",
+            joined(
+                f"{origin} is a run's CSV export, written by ",
+                run_as("kt.runs_export(run=RUN).to_csv()", "ktriage runs export RUN --format csv"),
+                " for people and spreadsheets: a table of medians, it holds no samples and cannot be imported or compared",
+            ),
+            joined(
+                "export the run as JSON where it is stored and give that file: ",
+                run_as("kt.runs_export(run=RUN).json_text(), written to a file", "ktriage runs export RUN -o run.json"),
+            ),
         )
 
 

@@ -12,7 +12,7 @@ import csv
 import io
 from typing import Literal
 
-from ktriage.errors import StoreError, worded
+from ktriage.errors import StoreError, joined, run_as, worded
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import EXPORT_CSV_COLUMNS as CSV_COLUMNS
 from ktriage.measure.results_file import parse_results, results_text
@@ -85,10 +85,9 @@ def export_run(run: RunInfo, cells: list[Cell], fmt: str) -> str:
         return export_csv(run, cells)
     raise StoreError(
         worded(lambda o: f"unknown export format {o('fmt', '--format', fmt)}"),
-        worded(
-            lambda o: (
-                f"use {o('fmt', '--format', 'json')} or {o('fmt', '--format', 'csv')} "
-                "(kt.runs_export(run=...) gives both: .json_text() and .to_csv())"
-            )
+        # the library's export is named as each reader makes it (run_as): no kt.* call on the command line
+        joined(
+            worded(lambda o: f"use {o('fmt', '--format', 'json')} or {o('fmt', '--format', 'csv')}; both come from "),
+            run_as("kt.runs_export(run=...), as .json_text() and .to_csv()", "ktriage runs export RUN"),
         ),
     )

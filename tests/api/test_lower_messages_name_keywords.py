@@ -136,10 +136,12 @@ def test_csv_export_refusal_names_the_python_export(tmp_path: Path) -> None:
     table.write_text(kt.runs_export(run=run.run_id, db=db).to_csv())
     with pytest.raises(KtriageError) as refused:
         kt.runs_import(path=table, db=f"sqlite:///{tmp_path / 'here.db'}")
-    assert "kt.runs_export(run=RUN).to_csv()" in refused.value.problem
+    assert (
+        "written by kt.runs_export(run=RUN).to_csv() (`ktriage runs export RUN --format csv`)" in refused.value.problem
+    )
     assert refused.value.fix == (
-        "export the run as JSON where it is stored (`ktriage runs export RUN -o run.json`; from Python, "
-        "kt.runs_export(run=RUN).json_text() written to a file) and give that file"
+        "export the run as JSON where it is stored and give that file: "
+        "kt.runs_export(run=RUN).json_text(), written to a file (`ktriage runs export RUN -o run.json`)"
     )
 
 

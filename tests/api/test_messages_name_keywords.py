@@ -319,6 +319,29 @@ def test_bench_recorded_names_op_toolchains_and_kernels_as_keywords(tmp_path: Pa
     with pytest.raises(KtriageError) as kernels:
         kt.bench_recorded(kernels=["K0"])
     assert kernels.value.problem == "kernels (--kernel) without a workload nor a bundle"
+    # the fixes name the kt.bench_recorded call, then the command (the command line gets the command alone:
+    # tests/cli/test_option_spellings.py)
+    assert no_workload.value.fix == (
+        "give the workload file: kt.bench_recorded(workload='W.json', toolchains=['A', 'B'], compile_only=True, "
+        "bundle='DIR') (`ktriage bench W.json -t A -t B --compile-only --bundle DIR`)"
+    )
+    assert kernels.value.fix == (
+        "give the workload: kt.bench_recorded(workload='W.json', toolchains=['A', 'B']) (`ktriage bench W.json -t A -t B`)"
+    )
+
+
+def test_bench_of_an_op_without_backends_names_the_kt_calls_that_time_it() -> None:
+    """workload.ops.opdef.bench_op: rms_norm has catalog kernels and no backend; the way on is a recording, its
+    bench and explain, each as the kt.* call with its command."""
+    with pytest.raises(KtriageError) as refused:
+        kt.bench(op="rms_norm")
+    assert refused.value.fix == (
+        "time a program that runs it: kt.record(command=['python', 'prog.py'], output='W.json') "
+        "(`ktriage record -o W.json -- python prog.py`), then kt.bench_recorded(workload='W.json', "
+        "toolchains=['OLD', 'NEW']) (`ktriage bench W.json -t OLD -t NEW`); compile-side: "
+        "kt.explain(target='liger.rms_norm', toolchains=['OLD', 'NEW']) (`ktriage explain liger.rms_norm -t OLD -t NEW`); "
+        "or bench one of: layer_norm, embedding, rope (as op (--op))"
+    )
 
 
 def test_record_and_workload_import_name_output_as_a_keyword(tmp_path: Path) -> None:

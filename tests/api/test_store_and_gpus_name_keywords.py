@@ -86,9 +86,15 @@ def test_an_unknown_export_format_names_fmt_and_the_library_export(tmp_path: Pat
         store.export(imported.run_id, "xlsx")
     assert refused.value.problem == "unknown export format fmt='xlsx' (--format xlsx)"
     assert refused.value.fix == (
-        "use fmt='json' (--format json) or fmt='csv' (--format csv) "
-        "(kt.runs_export(run=...) gives both: .json_text() and .to_csv())"
+        "use fmt='json' (--format json) or fmt='csv' (--format csv); both come from "
+        "kt.runs_export(run=...), as .json_text() and .to_csv() (`ktriage runs export RUN`)"
     )
+    # the command line refuses --format xlsx itself (click's choice); were this text printed there, it would
+    # name the flags and the command only
+    from ktriage.errors import in_flags
+
+    assert in_flags(refused.value.problem) == "unknown export format --format xlsx"
+    assert in_flags(refused.value.fix) == "use --format json or --format csv; both come from `ktriage runs export RUN`"
 
 
 @pytest.mark.parametrize(

@@ -77,3 +77,23 @@ def test_the_library_names_the_keyword_with_the_flag(tmp_path: Path) -> None:
     with pytest.raises(KtriageError) as history:
         kt.history(op="layer_norm", backend="triton", db=db)
     assert "kt.bench(...)" in (history.value.fix or "")
+
+
+def test_steps_to_other_verbs_are_commands_on_the_command_line(run_cli: RunCli, tmp_path: Path) -> None:
+    """bench's refusals sent the command line to ``(kt.bench_recorded)`` and ``bench_recorded(workload=...)``,
+    calls it cannot make: it is shown the commands alone (tests/api/test_messages_name_keywords.py has the
+    kt.* calls these same errors name in Python)."""
+    rms = run_cli(["bench", "--op", "rms_norm"])
+    assert rms.exit_code == 2 and rms.fix == (
+        "time a program that runs it: `ktriage record -o W.json -- python prog.py`, then "
+        "`ktriage bench W.json -t OLD -t NEW`; compile-side: `ktriage explain liger.rms_norm -t OLD -t NEW`; "
+        "or bench one of: layer_norm, embedding, rope (as --op)"
+    )
+    kernel = run_cli(["bench", "--kernel", "K0"])
+    assert kernel.exit_code == 2 and kernel.fix == "give the workload: `ktriage bench W.json -t A -t B`"
+    bundle = tmp_path / "new-bundle"
+    toolchains = run_cli(["bench", "--kernel", "K0", "-t", "triton==3.4.0", "--compile-only", "--bundle", str(bundle)])
+    assert toolchains.problem == "-t/--toolchain with --bundle and no workload: nothing to compile"
+    assert toolchains.fix == "give the workload file: `ktriage bench W.json -t A -t B --compile-only --bundle DIR`"
+    for said in (rms, kernel, toolchains):
+        assert "kt." not in said.err_text and "bench_recorded" not in said.err_text, said.err_text

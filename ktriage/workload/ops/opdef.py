@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ktriage.errors import KtriageError, worded
+from ktriage.errors import KtriageError, run_as, spelled, worded
 from ktriage.ops import registry
 from ktriage.ops.inputs import InputCase, select_inputs
 from ktriage.ops.operator import MODES, Operator
@@ -47,14 +47,24 @@ def bench_op(name: str) -> OpDef:
         # an operator ktriage knows (its catalog kernels, TritonBench's facts for triage) but cannot time:
         # "unknown" was wrong, and the way on for its kernels is a recording or explain
         catalog = ", ".join(k.name for k in op.kernels) or "none"
+        kernel = op.kernels[0].name if op.kernels else name
+        # each step as its reader runs it (run_as): the command line is shown no kt.* call
+        record = run_as(
+            "kt.record(command=['python', 'prog.py'], output='W.json')", "ktriage record -o W.json -- python prog.py"
+        )
+        bench = run_as(
+            "kt.bench_recorded(workload='W.json', toolchains=['OLD', 'NEW'])", "ktriage bench W.json -t OLD -t NEW"
+        )
+        explain = run_as(
+            f"kt.explain(target={kernel!r}, toolchains=['OLD', 'NEW'])", f"ktriage explain {kernel} -t OLD -t NEW"
+        )
         raise KtriageError(
             f"bench has no workload of {name!r}: ktriage knows its kernels (catalog: {catalog}) but has no native "
             "backends or replay to time them",
             worded(
                 lambda o: (
-                    f"time a program that runs it: ktriage record -o W.json -- python prog.py, then ktriage bench W.json -t OLD -t NEW "
-                    f"(kt.bench_recorded); compile-side: ktriage explain {op.kernels[0].name if op.kernels else name}; "
-                    f"or bench one of: {names} (as {o('op', '--op')})"
+                    f"time a program that runs it: {spelled(record, o)}, then {spelled(bench, o)}; "
+                    f"compile-side: {spelled(explain, o)}; or bench one of: {names} (as {o('op', '--op')})"
                 )
             ),
         )
