@@ -48,6 +48,7 @@ def case_of(spec: KernelSpec) -> FidelityCase:
         num_stages=_option(options, "num_stages", TRITON_DEFAULT_STAGES),
         num_ctas=_option(options, "num_ctas", 1),
         maxnreg=maxnreg if isinstance(maxnreg := options.get("maxnreg"), int) else None,
+        enable_fp_fusion=options.get("enable_fp_fusion", True) is not False,
     )
     return FidelityCase(
         name=spec.name,

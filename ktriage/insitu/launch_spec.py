@@ -182,7 +182,7 @@ def spec_fields(fn: Any, src: Any, options: dict[str, object]) -> _worker.SpecFi
                 if i in marked:
                     divisible.append(name)
     maxnreg = options.get("maxnreg")
-    return {
+    fields: _worker.SpecFields = {
         "signature": signature,
         "constexprs": constexprs,
         "divisible_by_16": divisible,
@@ -192,6 +192,9 @@ def spec_fields(fn: Any, src: Any, options: dict[str, object]) -> _worker.SpecFi
         "num_ctas": _int(options.get("num_ctas"), 1),
         "maxnreg": _int(maxnreg, 0) or None,
     }
+    if options.get("enable_fp_fusion") is False:  # only when off: a spec's default is on, as Triton's
+        fields["enable_fp_fusion"] = False
+    return fields
 
 
 def _int(value: object, default: int) -> int:
@@ -270,6 +273,12 @@ def resolve(request: ResolveMessage) -> dict[str, object]:
         }
     else:
         return {"ok": False, "kind": "launch", "error": "the launch compiled nothing (does the kernel launch at all?)"}
+    import triton
+
+    asked = dict(launch.get("options") or {})
+    refusal = worker.unknown_options(asked, captured.options, str(triton.__version__))
+    if refusal is not None:  # the JIT dropped an option the launch passes: this Triton has none such
+        return {"ok": False, "kind": refusal.kind, "error": str(refusal)}
     try:
         fields = spec_fields(fn, captured.src, captured.options)
         rebuilt = worker.build_source(fn, fields, worker.heuristics_of(launchable))
@@ -281,8 +290,6 @@ def resolve(request: ResolveMessage) -> dict[str, object]:
                 "kind": "resolve",
                 "error": f"a spec cannot say what this Triton's JIT compiled for the launch (JIT, spec): {diff}",
             }
-        import triton
-
         return {
             "ok": True,
             "fields": fields,

@@ -51,6 +51,7 @@ class SpecFields(TypedDict, total=False):
     num_stages: int
     num_ctas: int
     maxnreg: int | None
+    enable_fp_fusion: bool  # absent: Triton's default (on)
 
 
 class SpecJSON(SpecFields, total=False):
@@ -115,6 +116,28 @@ class WorkerError(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def unknown_options(options: Any, known: Any, version: str) -> WorkerError | None:
+    """The refusal of compile options this Triton's backend does not have (``known``: the field names of
+    its ``CUDAOptions``), or None. Why: Triton's ``parse_options`` keeps only the fields it knows, so an
+    option it lacks (``enable_fp_fusion`` in a Triton without it) was dropped in silence and the cell
+    compiled other code than the spec says; this names the option and the version instead."""
+    missing = sorted(str(k) for k in options if k not in set(known))
+    if not missing:
+        return None
+    return WorkerError(
+        "spec",
+        f"Triton {version} has no compile option {', '.join(missing)} (its options: {', '.join(sorted(known))})"
+        f"\nfix: remove {', '.join(missing)} from [kernel.options], or compare with a Triton that has it",
+    )
+
+
+def backend_option_names() -> list[str]:
+    """The compile options of this toolchain's CUDA backend (``CUDAOptions``' fields)."""
+    from triton.backends.nvidia.compiler import CUDAOptions
+
+    return list(CUDAOptions.__dataclass_fields__)
 
 
 def no_host_descriptors(name: str) -> WorkerError:
@@ -908,9 +931,10 @@ def ast_source_view(src: Any) -> dict[str, object]:
     }
 
 
-def compile_options(spec: SpecJSON) -> dict[str, int]:
-    """The launch options a spec carries, as the JIT passes them to ``compile``."""
-    options: dict[str, int] = {
+def compile_options(spec: SpecJSON) -> dict[str, int | bool]:
+    """The launch options a spec carries, as the JIT passes them to ``compile``. ``enable_fp_fusion``
+    only when off: on is Triton's default (3.9 warns when a launch leaves it unset, as Triton did)."""
+    options: dict[str, int | bool] = {
         "num_warps": int(spec.get("num_warps", 4)),
         "num_stages": int(spec.get("num_stages", 3)),
         "num_ctas": int(spec.get("num_ctas", 1)),
@@ -918,6 +942,8 @@ def compile_options(spec: SpecJSON) -> dict[str, int]:
     maxnreg = spec.get("maxnreg")
     if maxnreg:
         options["maxnreg"] = int(maxnreg)
+    if spec.get("enable_fp_fusion", True) is False:
+        options["enable_fp_fusion"] = False
     return options
 
 
@@ -938,9 +964,13 @@ def compile_in_process(spec: SpecJSON, sys_path: list[str] | None = None) -> Com
     launchable = load_launchable(spec["source"], sys_path or [])
     fn = jit_function_of(launchable, spec["source"])
     src = build_source(fn, spec, heuristics_of(launchable))
+    options = compile_options(spec)
+    refusal = unknown_options(options, backend_option_names(), triton.__version__)
+    if refusal is not None:
+        raise refusal
     ptxas_capture.take()
     try:
-        kernel = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=compile_options(spec))
+        kernel = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
     except Exception as exc:
         runs = ptxas_capture.take()
         kind = "assemble" if runs and runs[-1].get("returncode") not in (0, None) else "compile"

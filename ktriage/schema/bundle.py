@@ -28,6 +28,7 @@ class KernelSpecSchema(msgspec.Struct, forbid_unknown_fields=True):
     num_stages: Annotated[int, msgspec.Meta(ge=1, le=16)] = 3
     num_ctas: Annotated[int, msgspec.Meta(ge=1, le=16)] = 1
     maxnreg: Annotated[int, msgspec.Meta(ge=16, le=255)] | None = None
+    enable_fp_fusion: bool = True
     target: Annotated[str, msgspec.Meta(max_length=32)] = "sm_90"
     grid: list[Annotated[int, msgspec.Meta(ge=1)]] | None = None
     package: str | None = None

@@ -33,6 +33,7 @@ class OptionsSchema(msgspec.Struct, forbid_unknown_fields=True):
     num_stages: Annotated[int, msgspec.Meta(ge=1, le=16)] | UnsetType = UNSET
     num_ctas: Annotated[int, msgspec.Meta(ge=1, le=16)] | UnsetType = UNSET
     maxnreg: Annotated[int, msgspec.Meta(ge=16, le=255)] | UnsetType = UNSET
+    enable_fp_fusion: bool | UnsetType = UNSET  # a Triton compile option; false: no FFMA (KernelSpec)
 
 
 class SpecializeSchema(msgspec.Struct, forbid_unknown_fields=True):
@@ -90,11 +91,12 @@ FIXES = {
     "kernel.package": 'e.g. package = "liger-kernel==0.5.10"',
     "kernel.grid": "e.g. grid = [132] (1 to 3 positive integers)",
     "kernel.constexprs": 'write [kernel.constexprs] with a number, bool or string per name; { none = true } means None; Triton dtypes are written "tl.float32"',
-    "kernel.options": f"write [kernel.options] with integers; valid options are {', '.join(OPTION_KEYS)}",
+    "kernel.options": f"write [kernel.options] with integers (enable_fp_fusion: true or false); valid options are {', '.join(OPTION_KEYS)}",
     "kernel.options.num_warps": "num_warps is a power of two from 1 to 32, e.g. num_warps = 4",
     "kernel.options.num_stages": "num_stages is an integer from 1 to 16, e.g. num_stages = 3",
     "kernel.options.num_ctas": "num_ctas is an integer from 1 to 16, e.g. num_ctas = 1",
     "kernel.options.maxnreg": "maxnreg is an integer in 16..255, or leave it out",
+    "kernel.options.enable_fp_fusion": "enable_fp_fusion is true (Triton's default) or false, e.g. enable_fp_fusion = false",
     "kernel.specialize": f'write [kernel.specialize] with lists of argument names ({", ".join(SPECIALIZE_KEYS)}), e.g. divisible_by_16 = ["x_ptr", "n"]',
     "kernel.meta": "write [kernel.meta] with key = value lines",
     "kernel.name": 'e.g. name = "my_kernel"',

@@ -28,7 +28,7 @@ from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, canonical_dtype,
 TRITON_DEFAULT_WARPS = 4
 TRITON_DEFAULT_STAGES = 3
 # Keyword arguments of a launch that are compile options ktriage's spec carries.
-SPEC_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+SPEC_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class Launch:
     num_stages: int = TRITON_DEFAULT_STAGES
     num_ctas: int = 1
     maxnreg: int | None = None
+    enable_fp_fusion: bool = True
     meta: JSONObject = field(default_factory=dict)
 
     def to_spec(self) -> KernelSpec:
@@ -62,6 +63,7 @@ class Launch:
             num_stages=self.num_stages,
             num_ctas=self.num_ctas,
             maxnreg=self.maxnreg,
+            enable_fp_fusion=self.enable_fp_fusion,
             target=self.target,
             grid=self.grid,
             meta=dict(self.meta),
@@ -78,6 +80,8 @@ class Launch:
             opts["num_ctas"] = self.num_ctas
         if self.maxnreg is not None:
             opts["maxnreg"] = self.maxnreg
+        if not self.enable_fp_fusion:  # as the library passes it: only when it turns fusion off
+            opts["enable_fp_fusion"] = False
         return opts
 
 
@@ -181,6 +185,7 @@ class SpecOptions(TypedDict):
     num_stages: int
     num_ctas: int
     maxnreg: int | None
+    enable_fp_fusion: bool
 
 
 def spec_options(options: Mapping[str, Any]) -> SpecOptions:
@@ -190,6 +195,7 @@ def spec_options(options: Mapping[str, Any]) -> SpecOptions:
         "num_stages": int(options.get("num_stages") or TRITON_DEFAULT_STAGES),
         "num_ctas": int(options.get("num_ctas") or 1),
         "maxnreg": int(options["maxnreg"]) if options.get("maxnreg") else None,
+        "enable_fp_fusion": options.get("enable_fp_fusion", True) is not False,
     }
 
 

@@ -101,6 +101,10 @@ class KernelSpec:
     num_stages: int = 3
     num_ctas: int = 1
     maxnreg: int | None = None
+    # Triton's compile option (a launch keyword, as unsloth passes it): False compiles a*b+c as FMUL and
+    # FADD (no FFMA; ptxas --fmad=false). True is Triton's default, so a spec that leaves it on has the
+    # JSON and key() it had before the field existed (to_json, key leave it out).
+    enable_fp_fusion: bool = True
     target: str = "sm_90"
     grid: tuple[int, ...] | None = None
     package: str | None = None
@@ -145,6 +149,8 @@ class KernelSpec:
         if self.launch is None:  # a spec by types: the JSON of before by-value specs existed
             del data["launch"]
         del data["file_position"]  # where a file listed it is the reader's, not the spec's
+        if self.enable_fp_fusion is True:  # Triton's default: the JSON of before the option was carried
+            del data["enable_fp_fusion"]
         return data
 
     @classmethod
@@ -205,6 +211,8 @@ class KernelSpec:
             "maxnreg": self.maxnreg,
             "target": self.target,
         }
+        if self.enable_fp_fusion is not True:  # off changes the code; on (the default) keeps the old keys
+            payload["enable_fp_fusion"] = self.enable_fp_fusion
         if not self.package:  # a project's own helpers (a pinned package's are covered by its version)
             from ktriage.spec.source import local_module_files
 
@@ -264,6 +272,8 @@ class KernelSpec:
                     f"{where}: constexpr {pname!r} = {value!r} is not a number, bool, string or None",
                     'write Triton dtypes as strings like "tl.float32"',
                 )
+            if isinstance(value, str) and value.startswith("torch."):
+                raise torch_dtype_refusal(where, pname, value)
         for pname in self.divisible_by_16:
             maybe_ty = self.signature.get(pname)
             if maybe_ty is None:
@@ -311,6 +321,11 @@ class KernelSpec:
             raise SpecError(
                 f"{where}: maxnreg = {self.maxnreg!r} is out of range", "use an integer in 16..255 or leave it out"
             )
+        if not isinstance(self.enable_fp_fusion, bool):
+            raise SpecError(
+                f"{where}: enable_fp_fusion = {self.enable_fp_fusion!r} is not a bool",
+                "write enable_fp_fusion = false (or true, Triton's default)",
+            )
         if self.grid is not None and (len(self.grid) not in (1, 2, 3) or any(g < 1 for g in self.grid)):
             raise SpecError(f"{where}: grid {self.grid} must be 1 to 3 positive integers", "e.g. grid = [132]")
         if check_source:
@@ -335,7 +350,42 @@ COMPILE_FIELDS = (
     "num_stages",
     "num_ctas",
     "maxnreg",
+    "enable_fp_fusion",
 )
+
+# torch dtype names whose triton.language attribute is spelled otherwise (the rest are alike: float16).
+_TORCH_TO_TL = {
+    "float": "float32",
+    "half": "float16",
+    "double": "float64",
+    "int": "int32",
+    "long": "int64",
+    "bool": "int1",
+    "float8_e4m3fn": "float8e4nv",
+    "float8_e5m2": "float8e5",
+    "float8_e4m3fnuz": "float8e4b8",
+    "float8_e5m2fnuz": "float8e5b16",
+}
+
+
+def torch_dtype_refusal(where: str, name: str, value: str) -> SpecError:
+    """The error for a constexpr written as a torch dtype (``"torch.float32"``).
+
+    Why refused: Triton's JIT (3.3 through 3.6) passes a torch dtype given to a ``tl.constexpr``
+    unconverted, and a toolchain has no torch to make one, so the string compiled as the string
+    constant "torch.float32" (``x.to(OUT)`` then failed with "'str' object has no attribute 'scalar'",
+    and an unused one compiled silently). Converting it to ``tl.float32`` would compile what no launch
+    compiles either: a torch dtype used as a Triton type fails in Triton itself. The Triton dtype is
+    what a spec can say, so the fix names it."""
+    torch_name = value.removeprefix("torch.")
+    tl_name = _TORCH_TO_TL.get(torch_name, torch_name)
+    return SpecError(
+        f"{where}: constexpr {name} = {value!r} is a torch dtype written as a string; Triton passes a torch "
+        f"dtype to a tl.constexpr as it is (it does not convert it to a Triton dtype) and a spec cannot make "
+        f"one, so it would compile as the string {value!r}",
+        f'write the Triton dtype, {name} = "tl.{tl_name}" (what the kernel compiles with if the library passes '
+        f"tl.{tl_name}; a torch dtype used as a type, as in x.to({name}), fails in Triton too)",
+    )
 
 
 def launch_overrides(spec: KernelSpec, changes: Mapping[str, Any]) -> JSONObject:

@@ -476,6 +476,8 @@ def dump_spec_toml(spec: KernelSpec, *, relative_to: Path | None = None, array: 
     ]
     if spec.maxnreg is not None:
         lines.append(f"maxnreg = {spec.maxnreg}")
+    if not spec.enable_fp_fusion:
+        lines.append("enable_fp_fusion = false")
     lines += [
         "",
         "[kernel.specialize]",
@@ -516,7 +518,9 @@ def _launch_lines(spec: KernelSpec) -> list[str]:
         lines.append(f"{_key(str(name))} = {text}")
     options = dict(launch.get("options") or {})
     if options:
-        lines += ["", "[kernel.options]"] + [f"{k} = {int(v)}" for k, v in options.items()]
+        lines += ["", "[kernel.options]"] + [
+            f"{k} = {_value(v) if isinstance(v, bool) else int(v)}" for k, v in options.items()
+        ]
     meta = {k: v for k, v in spec.meta.items() if k != "decided_at_compile" and v is not None}
     if meta:
         lines += ["", "[kernel.meta]"] + [f"{_key(str(k))} = {_value(v)}" for k, v in meta.items()]

@@ -32,7 +32,7 @@ from typing import Any, TypedDict
 
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
-from ktriage.spec.launch import encode_value
+from ktriage.spec.launch import SPEC_OPTIONS, encode_value
 from ktriage.spec.model import KernelSpec, LaunchRecord, is_int_type
 from ktriage.spec.source import ParamInfo, Unresolved, called_decorators, kernel_def
 from ktriage.spec.specialize import Constexpr, Descriptor, Ptr, canonical_dtype, specialize_args
@@ -291,6 +291,8 @@ def by_value_spec(
         do_not_specialize_on_alignment=[p.name for p in params if p.do_not_specialize_on_alignment],
         annotation_types={p.name: p.annotation_type for p in params if p.annotation_type},
     )
+    # enable_fp_fusion = true is Triton's default: the launch that leaves it out (one key, one artifact)
+    options = {k: v for k, v in options.items() if not (k == "enable_fp_fusion" and v is True)}
     launch: LaunchRecord = {"args": encoded, "options": dict(options)}
     if grid is not None:
         launch["grid"] = [int(g) for g in grid]
@@ -299,7 +301,7 @@ def by_value_spec(
     all_meta = dict(meta)
     if decided:
         all_meta["decided_at_compile"] = decided
-    opts = {k: v for k, v in options.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
+    opts: dict[str, Any] = {k: v for k, v in options.items() if k in SPEC_OPTIONS}
     return KernelSpec(
         name=name,
         source=source,
@@ -411,6 +413,7 @@ def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
         num_stages=int(fields["num_stages"]),
         num_ctas=int(fields["num_ctas"]),
         maxnreg=fields.get("maxnreg"),
+        enable_fp_fusion=fields.get("enable_fp_fusion", True) is not False,
         meta=meta,
         launch=None,
     )
@@ -454,6 +457,7 @@ def decided_spec(spec: KernelSpec, resolved: KernelSpec) -> KernelSpec:
         num_stages=resolved.num_stages,
         num_ctas=resolved.num_ctas,
         maxnreg=resolved.maxnreg,
+        enable_fp_fusion=resolved.enable_fp_fusion,
         meta=meta,
     )
 

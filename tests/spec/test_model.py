@@ -197,3 +197,24 @@ def test_read_params_defaults_and_annotations(kernel_file: Path) -> None:
     assert [p.name for p in params] == ["x_ptr", "out_ptr", "n", "BLOCK", "DT", "ACT"]
     assert [p.is_constexpr for p in params] == [False, False, False, True, True, True]
     assert params[4].default == "tl.float32" and params[5].default == "relu" and not params[3].has_default
+
+
+def test_fp_fusion_off_is_in_the_json_and_key_and_on_leaves_both_as_they_were(kernel_file: Path) -> None:
+    on, off = _spec(kernel_file), _spec(kernel_file, enable_fp_fusion=False)
+    assert "enable_fp_fusion" not in on.to_json()  # Triton's default: the JSON (and key) of before
+    assert off.to_json()["enable_fp_fusion"] is False
+    assert KernelSpec.from_json(off.to_json()) == off
+    assert on.key() != off.key()
+    with pytest.raises(KtriageError, match="enable_fp_fusion = 0 is not a bool"):
+        _spec(kernel_file, enable_fp_fusion=0).validate()
+
+
+def test_an_option_the_toolchain_lacks_is_refused_naming_it_and_the_version() -> None:
+    from ktriage.insitu.worker import unknown_options
+
+    fake_old_backend_fields = ["num_warps", "num_stages", "num_ctas", "maxnreg"]  # a fake Triton's CUDAOptions
+    assert unknown_options({"num_warps": 4}, fake_old_backend_fields, "2.1.0") is None
+    refusal = unknown_options({"num_warps": 4, "enable_fp_fusion": False}, fake_old_backend_fields, "2.1.0")
+    assert refusal is not None and refusal.kind == "spec"
+    assert str(refusal).startswith("Triton 2.1.0 has no compile option enable_fp_fusion")
+    assert "fix: remove enable_fp_fusion from [kernel.options]" in str(refusal)
