@@ -146,6 +146,12 @@ class RunDeleted:
     def cells(self) -> int:
         return sum(self.summary.counts.values())
 
+    def line(self) -> str:
+        """``deleted run ID (date, GPU, status, N cells) from URL``: what ``ktriage runs delete`` prints."""
+        from ktriage.report.runs import deleted_line
+
+        return deleted_line(self.summary, self.cells, self.url)
+
 
 @args.entry_point
 def runs_list(

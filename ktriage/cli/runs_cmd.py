@@ -121,9 +121,4 @@ def delete_cmd(
 ) -> None:
     """Delete a run and its cells from the store (e.g. to import it again); prints what was deleted."""
     done = runs_delete(run=run, db=db)
-    s = done.summary
-    gpu = s.run.gpu.get("name", "?") if isinstance(s.run.gpu, dict) else "?"
-    make_console().print(
-        f"deleted run {s.run.run_id} ({escape(s.run.created)}, {escape(str(gpu))}, {s.run.status}, "
-        f"{done.cells} cells) from {escape(done.url)}"
-    )
+    make_console().print(escape(done.line()))

@@ -288,5 +288,6 @@ def stands_for(name: str) -> bool:
 
 
 def used() -> list[str]:
-    """The placeholder modules imported so far (recorded with every compile)."""
+    """The placeholder modules made so far in this interpreter, each once: a compile reports its own
+    kernel's (``worker.needed_by``), as a later kernel's module may import one an earlier one made."""
     return list(_used)

@@ -193,11 +193,69 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
     if finder is not None:
         sys.meta_path.insert(0, finder)
     try:
-        with _PROJECT.loading():
+        with _PROJECT.loading(), _needs_of(source, sys_path):
             return _load(module_part, fn_name, recorded)
     finally:
         if finder is not None:
             sys.meta_path.remove(finder)
+
+
+class _Needs:
+    """What loading one kernel source needed: the placeholders its module (and the modules that load
+    imported) imported, and the library names bound to this toolchain's Triton (``lib.tl`` ->
+    ``triton.language``)."""
+
+    def __init__(self) -> None:
+        self.placeholders: set[str] = set()
+        self.reexports: dict[str, str] = {}
+
+
+# (kernel source "file.py:fn" or "pkg.mod:fn", the sys.path entries it was loaded with: a snapshot's folder) ->
+# what its loads needed, kept for the worker's life
+_NEEDS: dict[tuple[str, tuple[str, ...]], _Needs] = {}
+_LOADING: list[_Needs] = []  # the load under way (load_launchable), at most one
+
+
+@contextlib.contextmanager
+def _needs_of(source: str, sys_path: list[str]) -> Iterator[None]:
+    """Note what this load of ``source`` needs (:func:`needed_by`), kept per source.
+
+    Why per source: one worker compiles many kernels, and a placeholder module stays in ``sys.modules``
+    once made, so a worker-wide list named an earlier kernel's stand-ins for every later kernel (a
+    kernel that never imports torch said it needed a torch stand-in). A module's import is cached, so
+    a second compile of the same source imports nothing: what its first load noted is kept. An import
+    of a placeholder that is already in ``sys.modules`` asks no finder, so the load's ``import``
+    statements are watched (``builtins.__import__``, restored after the load) besides the finder's
+    new placeholders (:func:`placeholders.used`)."""
+    import builtins
+
+    needs = _NEEDS.setdefault((source, tuple(sys_path)), _Needs())
+    made_before = set(placeholders.used())
+    original = builtins.__import__
+
+    def watched(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        module = original(name, globals, locals, fromlist, level)
+        top = name.partition(".")[0]
+        if level == 0 and top and placeholders.is_placeholder(sys.modules.get(top)):
+            needs.placeholders.add(top)
+        return module
+
+    builtins.__import__ = watched
+    _LOADING.append(needs)
+    try:
+        yield
+    finally:
+        _LOADING.remove(needs)
+        if builtins.__import__ is watched:  # a module that replaced it meanwhile keeps its own
+            builtins.__import__ = original
+        needs.placeholders.update(set(placeholders.used()) - made_before)
+
+
+def needed_by(source: str, sys_path: list[str]) -> tuple[list[str], list[str]]:
+    """The placeholders ``source``'s loads (with ``sys_path``) imported and its ``lib.tl -> triton.language`` bindings, as a
+    compile's ``placeholder_imports`` and ``triton_reexports`` (empty for a source not loaded here)."""
+    needs = _NEEDS.get((source, tuple(sys_path)), _Needs())
+    return sorted(needs.placeholders), [f"{name} -> {target}" for name, target in sorted(needs.reexports.items())]
 
 
 class _ProjectFolder:
@@ -580,16 +638,13 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
     return fn
 
 
-_REEXPORTS: dict[str, str] = {}  # "lib.tl" -> "triton.language": what the kernels loaded so far were given
-
-
 def _triton_reexport(module: str, name: str) -> str | None:
     """``reexports.triton_module`` for the extraction, reading modules' files on ``sys.path`` without
-    importing them; what it answers is kept (:func:`triton_reexports`): the compile's result says which
-    library names were bound to this toolchain's Triton."""
+    importing them; what it answers is kept with the kernel source being loaded (:func:`needed_by`): the
+    compile's result says which library names were bound to this toolchain's Triton."""
     target = reexports.triton_module(module, name, _module_source)
-    if target is not None:
-        _REEXPORTS[f"{module}.{name}"] = target
+    if target is not None and _LOADING:
+        _LOADING[-1].reexports[f"{module}.{name}"] = target
     return target
 
 
@@ -601,12 +656,6 @@ def _module_source(module: str) -> tuple[str, str | None] | None:
             return fh.read(), package
     except (_ExtractFailed, OSError, UnicodeDecodeError):
         return None
-
-
-def triton_reexports() -> list[str]:
-    """``lib.tl -> triton.language``: each library name that a kernel compiled from its own source was
-    given this toolchain's Triton module for (recorded with every compile, as ``placeholder_imports``)."""
-    return [f"{name} -> {target}" for name, target in sorted(_REEXPORTS.items())]
 
 
 def _failing_line(exc: BaseException, file: str) -> str:
@@ -994,8 +1043,7 @@ def compile_in_process(spec: SpecJSON, sys_path: list[str] | None = None) -> Com
     result["cubin"] = asm.get("cubin", b"")
     result["metadata"] = _jsonable(kernel.metadata._asdict())
     result["triton_version"] = triton.__version__
-    result["placeholder_imports"] = placeholders.used()
-    result["triton_reexports"] = triton_reexports()
+    result["placeholder_imports"], result["triton_reexports"] = needed_by(spec["source"], sys_path or [])
     result["ptxas_runs"] = ptxas_capture.take()
     result["ast_source"] = ast_source_view(src)
     return result

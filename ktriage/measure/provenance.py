@@ -9,6 +9,8 @@ recorded (or, for a TritonBench file, not in the file)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ktriage.measure.cells import RunInfo
 from ktriage.measure.tritonbench_format import is_tritonbench_run
 
@@ -27,3 +29,15 @@ def run_date_gpu(run: RunInfo) -> tuple[str, str, str]:
     gpu = str(run.gpu.get("name") or "") if run.gpu else ""
     driver = str(run.gpu.get("driver") or "") if run.gpu else ""
     return run.created or f"date {missing}", gpu or f"GPU {missing}", driver or missing
+
+
+def toolchain_name(record: Mapping[str, object]) -> str | None:
+    """A run's toolchain record as data: its id, else its spec, else None (neither recorded: a run file cut
+    or written by hand). JSON says null there; :func:`toolchain_text` says it in words."""
+    name = record.get("id") or record.get("spec")
+    return str(name) if name else None
+
+
+def toolchain_text(record: Mapping[str, object]) -> str:
+    """A toolchain as a report prints it: its id or spec, or "toolchain not recorded" ("?" asked the reader)."""
+    return toolchain_name(record) or f"toolchain {NOT_RECORDED}"

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
-from ktriage.measure.provenance import NOT_RECORDED, run_date_gpu
+from ktriage.measure.provenance import NOT_RECORDED, run_date_gpu, toolchain_name, toolchain_text
 from ktriage.report import records
 from ktriage.report.rich_table import add_column, add_columns
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -33,7 +33,7 @@ CELL_COLUMNS = ("op", "mode", "input", "backend", "toolchain", "status", "n", "m
 
 
 def _toolchain_names(summary: RunSummary) -> str:
-    names = [str(tc.get("id") or tc.get("spec") or "?") for tc in summary.run.toolchains]
+    names = [toolchain_text(tc) for tc in summary.run.toolchains]
     return ", ".join(names) or "(host only)"
 
 
@@ -81,13 +81,22 @@ def list_json(summaries: Sequence[RunSummary]) -> str:
                 "created": s.run.created,
                 "ops": list(s.ops),
                 "gpu": s.run.gpu.get("name"),
-                "toolchains": [str(tc.get("id") or tc.get("spec") or "?") for tc in s.run.toolchains],
+                "toolchains": [toolchain_name(tc) for tc in s.run.toolchains],  # null: neither id nor spec
                 "cells": dict(s.counts),
                 "status": s.display_status,
                 "finished": _when(s.finished) if s.finished else None,
             }
             for s in summaries
         ]
+    )
+
+
+def deleted_line(summary: RunSummary, cells: int, url: str) -> str:
+    """What ``runs delete`` says it removed: the run's date and GPU as ``runs list`` says them ("GPU not
+    recorded" where the run names none: it printed "?")."""
+    created, gpu, _ = run_date_gpu(summary.run)
+    return (
+        f"deleted run {summary.run.run_id} ({created}, {gpu}, {summary.run.status}, {plural(cells, 'cell')}) from {url}"
     )
 
 

@@ -60,6 +60,41 @@ def test_list_says_a_gpu_that_was_not_recorded(store_url: str, run_cli: RunCli) 
     assert [r["gpu"] for r in json.loads(data)] == [None]  # the JSON is data: no name, null
 
 
+def test_list_says_a_toolchain_with_neither_id_nor_spec_was_not_recorded(store_url: str, run_cli: RunCli) -> None:
+    """A toolchain record with neither ``id`` nor ``spec`` (a run file cut or written by hand) was listed as
+    "?" in the table and in the JSON; the table now says "toolchain not recorded", as the GPU column does,
+    and the JSON (data) has null there."""
+    run = make_run("0a0a00000005")
+    for key in ("id", "spec"):
+        run.toolchains[1].pop(key)
+    with open_store(store_url) as store, store.recording(run) as rec:
+        rec.add(make_cells()[0])
+    table = run_cli(["runs", "list", "--db", store_url, "--format", "csv"])
+    assert table.exit_code == exit_codes.OK, table.output
+    (row,) = list(csv.DictReader(io.StringIO(table.stdout)))
+    assert row["toolchains"] == "triton-3.3.1, toolchain not recorded", row
+    data = run_cli(["runs", "list", "--db", store_url, "--format", "json"])
+    assert data.exit_code == exit_codes.OK, data.output
+    assert [r["toolchains"] for r in json.loads(data.stdout)] == [["triton-3.3.1", None]]
+    md = run_cli(["runs", "list", "--db", store_url, "--format", "markdown"]).stdout
+    assert "triton-3.3.1, toolchain not recorded" in md and "?" not in md, md
+
+
+def test_delete_says_a_gpu_that_was_not_recorded(store_url: str, run_cli: RunCli) -> None:
+    """``runs delete`` of a run whose ``run.gpu`` names no GPU printed "(2026-..., ?, finished, 1 cells)";
+    it says "GPU not recorded", as ``runs list`` and the unknown-run hint do."""
+    run = make_run("0a0a00000006")
+    run.gpu = {"driver": "570.124.06"}
+    with open_store(store_url) as store, store.recording(run) as rec:
+        rec.add(make_cells()[0])
+    gone = run_cli(["runs", "delete", "0a0a00000006", "--db", store_url])
+    assert gone.exit_code == exit_codes.OK, gone.output
+    assert f"deleted run 0a0a00000006 ({run.created}, GPU not recorded, finished, 1 cell) from" in gone.stdout, (
+        gone.stdout
+    )
+    assert "?" not in gone.stdout.split(" from ")[0], gone.stdout
+
+
 def test_show_and_the_unknown_run_hint_say_what_was_not_recorded(store_url: str, run_cli: RunCli) -> None:
     """A run whose GPU has no name and one of whose toolchains has no Triton or ptxas version: the "no run ..."
     hint listed it as "(2026-..., ?, finished)" and ``runs show`` wrote "?" in its toolchain table, while
