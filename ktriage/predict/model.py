@@ -450,7 +450,8 @@ def profile(f: KernelFacts) -> Profile:
     # can flip between toolchains); innermost loops are disjoint, so no instruction counts twice.
     loop: dict[str, float] = dict.fromkeys(ALL_CATEGORIES, 0.0)
     loops = ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops)
-    for body in (x for x in loops if x.innermost):
+    innermost = [x for x in loops if x.innermost]
+    for body in innermost:
         for op, n in body.opcodes.items():
             if op == "WARPGROUP" and warpgroup_ops:
                 # a loop's opcodes carry no modifiers: its WARPGROUP ops are waits in the kernel's proportion
@@ -459,7 +460,6 @@ def profile(f: KernelFacts) -> Profile:
             else:
                 loop[_CATEGORY_OF.get(op, "alu")] += n
     arithmetic: dict[str, float] = {}
-    innermost = [x for x in loops if x.innermost]
     arithmetic_bodies = [x for x in innermost if all(_CATEGORY_OF.get(op, "alu") in _ARITHMETIC for op in x.opcodes)]
     for body in arithmetic_bodies:
         for op, n in body.opcodes.items():

@@ -49,10 +49,6 @@ def _esc(text: str) -> str:
     return md_text(text)
 
 
-def _pct(c: CellTriage) -> str:
-    return fmt_pct(c.ratio)
-
-
 def _ms_places(cells: list[CellTriage]) -> int:
     """One table's decimal places for its old and new ms, as compare's tables (``ms_decimals``). Why: triage
     wrote every time with four places ("0.0748" above "0.2291"), compare the same pair with the column's
@@ -237,7 +233,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
                     else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
                 )
                 row = [_esc(x) for x in (str(k), c.label(), fmt_ms(c.old_ms, places), fmt_ms(c.new_ms, places))] + [
-                    f"**{_pct(c)}**",
+                    f"**{fmt_pct(c.ratio)}**",
                     cause,
                 ]
                 row += [_esc(x) for x in [_culprit_text(c), _fix_text(c)] + ([_measured_text(c)] if measured else [])]
@@ -255,7 +251,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
             out.append("|---|---:|---:|---:|---|---|" + ("---|" if measured else ""))
             places = _ms_places(cells)
             for c in cells:
-                row = [c.label(), fmt_ms(c.old_ms, places), fmt_ms(c.new_ms, places), _pct(c), c.verdict_text]
+                row = [c.label(), fmt_ms(c.old_ms, places), fmt_ms(c.new_ms, places), fmt_pct(c.ratio), c.verdict_text]
                 row += ([_measured_text(c)] if measured else []) + [notes_text(c, refs)]
                 out.append("| " + " | ".join(_esc(x) for x in row) + " |")
             out.append("")
@@ -285,7 +281,7 @@ def _row(c: CellTriage, refs: dict[str, int], places: int) -> dict[str, str]:
         "label": c.label(),
         "old": fmt_ms(c.old_ms, places),
         "new": fmt_ms(c.new_ms, places),
-        "change": _pct(c),
+        "change": fmt_pct(c.ratio),
         "verdict": c.verdict_text,
         "kind": c.verdict,
         "cause": c.cause.text if c.cause else "",
@@ -441,7 +437,7 @@ def print_table(report: TriageReport, console: Console) -> None:
                 escape(c.label()),
                 fmt_ms(c.old_ms, places),
                 fmt_ms(c.new_ms, places),
-                _pct(c),
+                fmt_pct(c.ratio),
                 escape(c.verdict_text),
                 *([escape(_measured_text(c))] if measured else []),
                 escape(detail),
